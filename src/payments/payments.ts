@@ -175,6 +175,14 @@ export class Payments {
         );
       return clients;
     }
+    // v2: a payload naming the resource it pays for pays for that one only: one built from another
+    // resource's offer at the same price (another tool, a credit pack for a plan) is not this payment.
+    const resource = offer.v2.resource.url;
+    if (header.resource !== null && header.resource !== resource)
+      throw invalidPayment(
+        `the payment is for the resource ${JSON.stringify(header.resource.slice(0, 200))}, not ${JSON.stringify(resource)}`,
+        "invalid_payment_requirements",
+      );
     // v2: the requirement the client accepted must be, field for field, one that was offered.
     const offered = offer.v2.accepts.find((r) => sameRequirement(r, header.accepted));
     if (!offered)

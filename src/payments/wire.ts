@@ -84,6 +84,9 @@ const paymentV2 = z.object({
   x402Version: z.literal(2),
   accepted: requirementsV2Schema,
   payload: exactPayload,
+  // The resource the client was offered (ResourceInfo); only its `url` is read, and only to be
+  // compared with the resource paid for here. Anything else in it, or a resource that is not an
+  // object (older drafts), is left alone.
   resource: z.unknown().optional(),
   // null is "none", as the x402 reference reads a falsy `extensions`.
   extensions: z.record(z.string(), z.unknown()).nullish(),
@@ -98,6 +101,8 @@ export type PaymentHeader =
       signature: Hex;
       authorization: Authorization;
       extensions: Record<string, unknown>;
+      /** The URL of the resource the payload says it pays for (`resource.url`), when it names one. */
+      resource: string | null;
     };
 
 export const encodeHeader = (value: unknown) =>
@@ -136,6 +141,7 @@ export function readPaymentPayload(version: 1 | 2, json: unknown): PaymentHeader
       signature: p.payload.signature,
       authorization: p.payload.authorization,
       extensions: p.extensions ?? {},
+      resource: payloadResource(json),
     };
   }
   const p = parsed(paymentV1, json);

@@ -337,6 +337,35 @@ describe("refusals before money moves", () => {
     }
   }, 30_000);
 
+  it("a payment built from one tool's offer (mcp://tool/hash) is refused for another tool at the same price, and nothing is settled", async () => {
+    const payer = await fundedWallet(setup.chains.base, 54_001);
+    const client = await CLIENTS["official 1.x client (@modelcontextprotocol/sdk)"]!({});
+    try {
+      const offer = paymentRequired(
+        await client.callTool({ name: "hash", arguments: { text: "other tool" } }),
+      );
+      const payload = await payerClient(payer).createPaymentPayload(offer);
+      const payToBefore = await balanceOf(setup.chains.base, PAY_TO);
+      const result = await client.callTool({
+        name: "qr-code",
+        arguments: { text: "other tool" },
+        _meta: { "x402/payment": payload },
+      });
+      expect(result.isError).toBe(true);
+      const { "x402/error": refused } = JSON.parse(result.content![0]!.text);
+      expect(refused).toMatchObject({
+        code: 402,
+        data: { resource: { url: "mcp://tool/qr-code" }, error: expect.any(String) },
+      });
+      expect(JSON.stringify(refused)).toContain("mcp://tool/hash");
+      expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore);
+      const { nonce } = (payload.payload as { authorization: { nonce: string } }).authorization;
+      expect(await authorizationUsed(setup.chains.base, payer.address, nonce)).toBe(false);
+    } finally {
+      await client.close();
+    }
+  }, 30_000);
+
   it("limits keyless MCP requests per client address", async () => {
     const list = () =>
       fetch(`${setup.gw.url}/mcp`, {

@@ -239,6 +239,44 @@ describe("buying with x402", () => {
     expect(upgrade.res.body).toMatchObject({ type: "subscription", account: { tier: "pro" } });
   });
 
+  it("refuses a v2 pack payment that names the plans' resource: 402 with the offer again, nothing settled or credited", async () => {
+    const { key, accountId } = await signUp(setup.gw.url);
+    const challenge = await call(`${setup.gw.url}/api/v1/credits/purchase`, {
+      key,
+      body: { pack: "1k" },
+    });
+    const offer = JSON.parse(
+      Buffer.from(challenge.headers.get("payment-required")!, "base64").toString(),
+    );
+    const accepted = offer.accepts.find((a: { network: string }) => a.network === "eip155:84532");
+    const payload = await signAuthorization({
+      account: PAYER,
+      chain: setup.chains.base,
+      value: BigInt(accepted.amount),
+    });
+    const planUrl = offer.resource.url.replace("/credits/purchase", "/plans/purchase");
+    const header = Buffer.from(
+      JSON.stringify({
+        x402Version: 2,
+        accepted,
+        payload,
+        resource: { ...offer.resource, url: planUrl },
+      }),
+    ).toString("base64");
+    const balanceBefore = (await setup.gw.services.store.getAccount(accountId))!.balance;
+    const payToBefore = await balanceOf(setup.chains.base, PAY_TO);
+    const res = await call(`${setup.gw.url}/api/v1/credits/purchase`, {
+      key,
+      body: { pack: "1k" },
+      headers: { "payment-signature": header },
+    });
+    expect([res.status, res.body.error.code]).toEqual([402, "payment_invalid"]);
+    expect(res.body.error.reason).toContain(planUrl);
+    expect(res.headers.get("payment-required")).toBeTruthy();
+    expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore);
+    expect((await setup.gw.services.store.getAccount(accountId))!.balance).toBe(balanceBefore);
+  });
+
   it("refuses an unknown pack or plan before any payment", async () => {
     const { key } = await signUp(setup.gw.url);
     expect(

@@ -30,8 +30,8 @@ const offeredV2 = async () =>
   JSON.parse(Buffer.from((await pay({})).headers.get("payment-required")!, "base64").toString())
     .accepts as Record<string, unknown>[];
 
-async function expectNothingMoved(
-  run: () => Promise<{ status: number; body: any }>,
+async function expectNothingMoved<Answer extends { status: number; body: any }>(
+  run: () => Promise<Answer>,
   status: number,
   code: string,
 ) {
@@ -133,6 +133,60 @@ describe("refused payments", () => {
         "payment_invalid",
       );
     }
+  });
+
+  it("refuses a v2 payment that names another resource (another tool at the same price, another site), and settles nothing", async () => {
+    const offerOf = async (tool: string) =>
+      JSON.parse(
+        Buffer.from(
+          (
+            await call(`${setup.gw.url}/v1/tools/${tool}`, { method: "POST", body: { text: "x" } })
+          ).headers.get("payment-required")!,
+          "base64",
+        ).toString(),
+      );
+    const hash = await offerOf("hash");
+    const qr = await offerOf("qr-code");
+    expect(qr.accepts[0].amount).toBe(hash.accepts[0].amount); // the same price: only the resource differs
+    const naming = (url: string, payload: Awaited<ReturnType<typeof signAuthorization>>) =>
+      Buffer.from(
+        JSON.stringify({
+          x402Version: 2,
+          accepted: hash.accepts[0],
+          payload,
+          resource: { ...hash.resource, url },
+        }),
+      ).toString("base64");
+    const payload = await signAuthorization({
+      account: PAYER,
+      chain: setup.chains.base,
+      value: PRICE,
+    });
+    const refused = await expectNothingMoved(
+      () =>
+        call(`${setup.gw.url}/v1/tools/qr-code`, {
+          method: "POST",
+          body: { text: "x" },
+          headers: { "payment-signature": naming(hash.resource.url, payload) },
+        }),
+      402,
+      "payment_invalid",
+    );
+    expect(refused.body.error.reason).toContain(hash.resource.url);
+    expect(refused.body.accepts).toHaveLength(2);
+    expect(refused.headers.get("payment-required")).toBeTruthy();
+    const elsewhere = await expectNothingMoved(
+      () => pay({ "payment-signature": naming("https://evil.example/x", payload) }),
+      402,
+      "payment_invalid",
+    );
+    expect(elsewhere.body.error.reason).toContain("https://evil.example/x");
+    expect(
+      await authorizationUsed(setup.chains.base, PAYER.address, payload.authorization.nonce),
+    ).toBe(false);
+    // For the resource it names, the same payment is good.
+    const paid = await pay({ "payment-signature": naming(hash.resource.url, payload) });
+    expect(paid.status).toBe(200);
   });
 
   it("refuses a payer whose balance is too low", async () => {
