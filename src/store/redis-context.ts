@@ -66,7 +66,7 @@ const KEY_COUNTS = {
   "create-account": 3,
   "verify-email": 3,
   "set-tier": 1,
-  "revoke-key": 2,
+  "revoke-key": 3,
   "key-add": 2,
   "rate-limit": 1,
   "idempotency-begin": 1,

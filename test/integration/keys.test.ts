@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REVOKED_KEYS_KEPT } from "../../src/store/keys/revoked-kept.js";
 import { admin, call, signUp, startGateway, type TestGateway } from "../helpers/gateway.js";
 
 let gw: TestGateway;
@@ -71,6 +72,32 @@ describe("API keys", () => {
     await new Promise((r) => setTimeout(r, 1100));
     expect((await me(key)).body.error.code).toBe("api_key_revoked");
     expect((await me(rotated.body.key)).status).toBe(200);
+  });
+
+  it("lists the 100 most recently revoked keys, however often a key is regenerated; an older one is then unknown (401 invalid_api_key)", async () => {
+    const { accountId, key: first, keyId } = await signUp(gw.url);
+    // Pro: 300 requests a minute, so the 101 rotations below are not rate limited.
+    await admin(gw.url, `/accounts/${accountId}/tier`, { method: "PUT", body: { tier: "pro" } });
+    let current = { key: first, id: keyId };
+    let firstReplacement = "";
+    for (let i = 0; i <= REVOKED_KEYS_KEPT; i++) {
+      const rotated = await call(`${gw.url}/api/v1/keys/${current.id}/rotate`, {
+        key: current.key,
+        method: "POST",
+      });
+      expect(rotated.status).toBe(201);
+      current = { key: rotated.body.key, id: rotated.body.id };
+      if (i === 0) firstReplacement = rotated.body.key;
+    }
+    const listed = (await keys(current.key)).body.data as { id: string; status: string }[];
+    expect(listed.filter((k) => k.status === "revoked")).toHaveLength(REVOKED_KEYS_KEPT);
+    expect(listed.filter((k) => k.status === "active").map((k) => k.id)).toEqual([current.id]);
+    expect(listed.map((k) => k.id)).not.toContain(keyId);
+    const forgotten = await me(first);
+    expect([forgotten.status, forgotten.body.error.code]).toEqual([401, "invalid_api_key"]);
+    const kept = await me(firstReplacement);
+    expect([kept.status, kept.body.error.code]).toEqual([401, "api_key_revoked"]);
+    expect((await me(current.key)).status).toBe(200);
   });
 
   it("rotates a key once: another rotation while its grace runs, even one racing it, is 409 key_already_rotated naming the new key", async () => {

@@ -4,6 +4,7 @@ import { eventRecord } from "../../src/events/types.js";
 import { newAccountId, newEventId, newRequestId } from "../../src/lib/ids.js";
 import { tierLimits } from "../../src/store/index.js";
 import { EMAIL_CLAIM_SETTLE_MS } from "../../src/store/accounts/index.js";
+import { REVOKED_KEYS_KEPT } from "../../src/store/keys/revoked-kept.js";
 import { createMemoryStore } from "../../src/store/memory.js";
 import { createRedisStore } from "../../src/store/redis.js";
 import {
@@ -976,6 +977,81 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await debit(a.id, refused.hash, 0)).toEqual({ status: "invalid_key" });
     // Without a cap (sign-up, rotation, the operator's recovery key), a key is always added.
     expect(await store.addKey(record())).toBe(true);
+  });
+
+  it("keeps an account's most recently revoked keys only: older ones are forgotten (unknown to the admission), active and rotating keys stay", async () => {
+    const a = await account();
+    const base = Date.now() - 60_000;
+    // Made and revoked in order, so a tie in revocation time still keeps the later key.
+    const revokedInOrder: { id: string; hash: string }[] = [];
+    for (let i = 0; i < REVOKED_KEYS_KEPT + 5; i++) {
+      const { record } = newKeyRecord(a.id, { createdAt: base + i });
+      await store.addKey(record);
+      expect((await store.revokeKey(a.id, record.id, 0)).status).toBe("revoked");
+      revokedInOrder.push({ id: record.id, hash: record.hash });
+    }
+    const rotating = newKeyRecord(a.id, { createdAt: base - 1 }).record;
+    await store.addKey(rotating);
+    expect((await store.revokeKey(a.id, rotating.id, 60_000)).status).toBe("revoked");
+    // One more revocation through a rotation: it forgets too.
+    const replaced = newKeyRecord(a.id, { createdAt: base + 1000 }).record;
+    await store.addKey(replaced);
+    const replacement = newKeyRecord(a.id).record;
+    await store.addKey(replacement);
+    expect(
+      (await store.revokeKey(a.id, replaced.id, 0, { replacedBy: replacement.id })).status,
+    ).toBe("revoked");
+    revokedInOrder.push({ id: replaced.id, hash: replaced.hash });
+
+    const listed = await store.listKeys(a.id);
+    const kept = revokedInOrder.slice(-REVOKED_KEYS_KEPT);
+    const forgotten = revokedInOrder.slice(0, -REVOKED_KEYS_KEPT);
+    expect(forgotten).toHaveLength(6);
+    expect(listed.filter((k) => k.revokedAt !== null && k.revokedAt <= Date.now())).toHaveLength(
+      REVOKED_KEYS_KEPT,
+    );
+    expect(new Set(listed.map((k) => k.id))).toEqual(
+      new Set([a.keyId, rotating.id, replacement.id, ...kept.map((k) => k.id)]),
+    );
+    // A forgotten key is unknown; a kept one still answers revoked; live keys work.
+    expect(await debit(a.id, forgotten[0]!.hash, 0)).toEqual({ status: "invalid_key" });
+    expect(await store.getKey(a.id, forgotten[0]!.id)).toBeNull();
+    expect(await store.revokeKey(a.id, forgotten[0]!.id, 0)).toEqual({ status: "not_found" });
+    expect(await debit(a.id, kept[0]!.hash, 0)).toEqual({ status: "revoked" });
+    for (const live of [a.key.hash, rotating.hash, replacement.hash])
+      expect((await debit(a.id, live, 0)).status).toBe("ok");
+  });
+
+  it("holds the bound on revoked keys when rotations race", async () => {
+    const a = await account();
+    for (let i = 0; i < REVOKED_KEYS_KEPT; i++) {
+      const { record } = newKeyRecord(a.id);
+      await store.addKey(record);
+      await store.revokeKey(a.id, record.id, 0);
+    }
+    // 20 keys, each rotated without grace at the same moment (the new key added, the old revoked).
+    const live = Array.from({ length: 20 }, () => newKeyRecord(a.id).record);
+    for (const record of live) await store.addKey(record);
+    const replacements = await Promise.all(
+      live.map(async (old) => {
+        const { record } = newKeyRecord(a.id);
+        await store.addKey(record);
+        expect((await store.revokeKey(a.id, old.id, 0, { replacedBy: record.id })).status).toBe(
+          "revoked",
+        );
+        return record;
+      }),
+    );
+    const listed = await store.listKeys(a.id);
+    expect(listed.filter((k) => k.revokedAt !== null)).toHaveLength(REVOKED_KEYS_KEPT);
+    expect(
+      listed
+        .filter((k) => k.revokedAt === null)
+        .map((k) => k.id)
+        .sort(),
+    ).toEqual([a.keyId, ...replacements.map((k) => k.id)].sort());
+    // The rotated-out keys are the most recent revocations: all kept.
+    for (const old of live) expect(await debit(a.id, old.hash, 0)).toEqual({ status: "revoked" });
   });
 
   it("records when a key was last used, inside the admission, at most once per resolution window", async () => {

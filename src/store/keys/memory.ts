@@ -14,6 +14,7 @@ import {
   withControls,
 } from "../types.js";
 import type { KeyStore } from "./index.js";
+import { revokedBeyondKept } from "./revoked-kept.js";
 
 export function memoryKeys(state: MemoryState): KeyStore {
   return {
@@ -81,9 +82,10 @@ export function memoryKeys(state: MemoryState): KeyStore {
       graceMs: number,
       options: { keepOneActive?: boolean; replacedBy?: string } = {},
     ): Promise<RevokeOutcome> {
-      const keys = state.accounts.get(accountId)?.keysById;
+      const a = state.accounts.get(accountId);
+      const keys = a?.keysById;
       const key = keys?.get(keyId);
-      if (!keys || !key) return { status: "not_found" };
+      if (!a || !keys || !key) return { status: "not_found" };
       const now = state.now();
       if (isRevoked(key, now)) return { status: "already_revoked", key: { ...key } };
       if (options.replacedBy && key.revokedAt !== null)
@@ -93,6 +95,12 @@ export function memoryKeys(state: MemoryState): KeyStore {
       const at = now + graceMs;
       key.revokedAt = key.revokedAt !== null && key.revokedAt < at ? key.revokedAt : at;
       if (options.replacedBy) key.replacedBy = options.replacedBy;
+      // In the same step, as revoke-key.lua: the account keeps its most recently revoked keys only.
+      for (const old of revokedBeyondKept(keys.values(), now)) {
+        keys.delete(old.id);
+        a.keysByHash.delete(old.hash);
+        a.keySpend.delete(old.id);
+      }
       return { status: "revoked", key: { ...key } };
     },
   };

@@ -13,6 +13,7 @@ import {
   withControls,
 } from "../types.js";
 import type { KeyStore } from "./index.js";
+import { REVOKED_KEYS_KEPT } from "./revoked-kept.js";
 
 /**
  * The key record's control fields, as the admission script reads them (`tools` as ",a,b," so a
@@ -138,10 +139,21 @@ export function redisKeys({ redis, call, script, windows }: RedisContext): KeySt
       const raw = await call(() => redis.hget(redisKey.keyList(accountId), keyId));
       if (!raw) return { status: "not_found" };
       const { hash } = JSON.parse(raw) as KeyRecord;
+      // The script also forgets the account's revoked keys beyond the most recent (revoked-kept.ts).
       const outcome = await script<RevokeOutcome>(
         "revoke-key",
-        [redisKey.keyList(accountId), redisKey.keyRecord(accountId, hash)],
-        [keyId, graceMs, options.keepOneActive ? 1 : 0, options.replacedBy ?? ""],
+        [
+          redisKey.keyList(accountId),
+          redisKey.keyRecord(accountId, hash),
+          redisKey.keySpend(accountId),
+        ],
+        [
+          keyId,
+          graceMs,
+          options.keepOneActive ? 1 : 0,
+          options.replacedBy ?? "",
+          REVOKED_KEYS_KEPT,
+        ],
       );
       if (outcome.status !== "not_found") outcome.key.lastUsedAt ??= null;
       return outcome;
