@@ -12,8 +12,9 @@ import { createChainClients, type NetworkClients } from "./chain.js";
 import type { Offer } from "./offer.js";
 import { Relayers, type SeenBlock } from "./relayers.js";
 import { Settler, type Settlement } from "./settle.js";
-import { whoUsedAuthorization } from "./authorization-use.js";
 import {
+  authorizationMessage,
+  authorizationUsed,
   invalidPayment,
   normaliseSignature,
   verifyChainState,
@@ -368,26 +369,9 @@ export class Payments {
       await this.release(record); // nothing was broadcast: the authorization may be retried
       throw this.refusal(new Error(outcome.reason), network.name);
     }
-    if (outcome.state === "failed") {
-      const use = await this.whoUsed(clients, { ...record, txHash: outcome.txHash ?? null });
-      if (use === "unused") {
-        await this.release(record); // nothing moved: the authorization may be retried
-        throw invalidPayment(`settlement failed: ${outcome.reason}`, "invalid_transaction_state");
-      }
-      if (use === "others") {
-        // Settled by someone else's transaction (another deployment sent the same authorization):
-        // its money was theirs to credit, and this claim ends here, as for any used authorization.
-        await this.release(record);
-        this.services.log.warn(
-          { payment: id, reason: outcome.reason },
-          "x402 authorization used by another sender's transaction; not credited here",
-        );
-        throw new ApiError(
-          "payment_already_used",
-          "This payment authorization has already been used.",
-          { askedChain: true },
-        );
-      }
+    if (outcome.state === "failed" && !(await this.mayHaveMoved(clients, auth))) {
+      await this.release(record); // nothing moved: the authorization may be retried
+      throw invalidPayment(`settlement failed: ${outcome.reason}`, "invalid_transaction_state");
     }
     if (outcome.state !== "settled") {
       await this.services.store.savePayment({
@@ -537,14 +521,13 @@ export class Payments {
   }
 
   /**
-   * After a settlement refused by the node or reverted: whether the authorization was used, and by
-   * whose transaction. Ours may still have moved the money (a send retried on another RPC URL after
-   * a timeout is refused, "nonce too low", once the first one landed): pending, the reconciler
-   * credits it. Another sender's (another deployment given the same authorization) is not ours to
-   * credit. The chain decides; when it cannot say, the payment is pending and the reconciler decides.
+   * Whether a settlement refused by the node may still have moved the money: a send retried on
+   * another RPC URL after a timeout is refused ("nonce too low") once the first one landed. The
+   * chain decides; when it cannot be asked, the answer is "maybe", and the reconciler finishes it.
    */
-  private whoUsed(clients: NetworkClients, record: PaymentRecord) {
-    return whoUsedAuthorization(clients, record, this.config.logRangeBlocks);
+  private async mayHaveMoved(clients: NetworkClients, auth: Authorization): Promise<boolean> {
+    const message = authorizationMessage(auth);
+    return authorizationUsed(clients, message.from, message.nonce).catch(() => true);
   }
 
   /** A refused verification as the client sees it: the refusal itself, or 503 when the chain did not answer. */

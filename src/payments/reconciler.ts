@@ -1,21 +1,23 @@
-import { getAddress, type Address, type Hex } from "viem";
+import { getAddress, parseAbiItem, type Address, type Hex } from "viem";
 import { sameBytes } from "../lib/hex.js";
 import { every } from "../lib/periodic.js";
 import type { Foundation, Services } from "../services.js";
 import type { PaymentRecord, RelayedTransaction } from "../store/types.js";
 import type { NetworkClients } from "./chain.js";
 import type { Payments } from "./payments.js";
-import { findAuthorizationUse, sentByUs } from "./authorization-use.js";
 import { transferInReceipt } from "./receipt.js";
 import type { Relayers } from "./relayers.js";
 import { authorizationUsed } from "./verify.js";
+
+const AUTHORIZATION_USED = parseAbiItem(
+  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
+);
 
 /**
  * Finishes settlements whose outcome was unknown (a receipt that never came, an RPC that went
  * silent after the send) and those whose process died while settling. The chain decides: if the
  * authorization was used, the transfer is found through its AuthorizationUsed log, checked in
- * its receipt and credited (once, as ever) if that transaction is ours (authorization-use.ts),
- * released if another sender's (another deployment settled it: not ours to credit); if it is unused and its process died before recording
+ * its receipt and credited (once, as ever); if it is unused and its process died before recording
  * a send, it is sent now (Payments.settleAbandoned); if it expired unused, nothing moved and the
  * claim is released. Runs in every process; the credit is idempotent, so two reconcilers finishing the
  * same payment credit it once.
@@ -205,6 +207,39 @@ async function replaceStuck(
   return { hash, relay: next };
 }
 
+/**
+ * The transaction that used the authorization, from its AuthorizationUsed log: read forward from
+ * the block seen before the settlement was sent, in ranges of at most `rangeBlocks` (hosted RPCs
+ * cap eth_getLogs ranges, often at 1,000 to 10,000 blocks). A record without that block (written
+ * by an older version) is searched over the last ten ranges only.
+ */
+async function findAuthorizationUse(
+  clients: NetworkClients,
+  record: PaymentRecord,
+  rangeBlocks: number,
+): Promise<Hex | null> {
+  const auth = record.authorization;
+  const latest = await clients.public.getBlockNumber({ cacheTime: 0 });
+  const span = BigInt(rangeBlocks);
+  const start = record.sentFromBlock
+    ? BigInt(record.sentFromBlock)
+    : latest > span * 10n
+      ? latest - span * 10n
+      : 0n;
+  for (let from = start; from <= latest; from += span) {
+    const to = from + span - 1n < latest ? from + span - 1n : latest;
+    const logs = await clients.public.getLogs({
+      address: clients.network.usdc.address,
+      event: AUTHORIZATION_USED,
+      args: { authorizer: getAddress(auth.from!), nonce: auth.nonce as Hex },
+      fromBlock: from,
+      toBlock: to,
+    });
+    if (logs[0]) return logs[0].transactionHash;
+  }
+  return null;
+}
+
 async function reconcile(
   services: Foundation & Pick<Services, "books">,
   payments: Payments,
@@ -275,16 +310,6 @@ async function reconcile(
     (record.txHash as Hex | null);
   if (!txHash) return "pending";
   const receipt = await clients.public.getTransactionReceipt({ hash: txHash });
-  if (!sentByUs(clients, record, receipt)) {
-    // Another deployment (its own Redis and relayer keys, the same chain and payTo) settled this
-    // authorization: the payment is its to credit, and a retry here meets the chain's "already used".
-    await payments.release(record);
-    services.log.warn(
-      { payment: record.id, tx: txHash, sender: receipt.from },
-      "authorization used by another sender's transaction; not credited, released",
-    );
-    return "released";
-  }
   const paid = transferInReceipt(receipt, {
     token,
     from,
