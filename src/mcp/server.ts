@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { TierName } from "../accounts/tiers.js";
 import { parseInput } from "../http/route.js";
 import { FILTER_CATEGORIES } from "../tools/definition.js";
-import { type ApiError, errorBody, toApiError } from "../http/errors.js";
+import { ApiError, errorBody, toApiError } from "../http/errors.js";
 import { newRequestId } from "../lib/ids.js";
 import type { Services } from "../services.js";
 import { TOOLS } from "../tools/catalogue/index.js";
@@ -56,6 +56,16 @@ const PAYMENT_META = "x402/payment";
  * own (a batch shares one HTTP request), so it travels in the call's `_meta`.
  */
 const IDEMPOTENCY_META = "toolgate/idempotency-key";
+const IDEMPOTENCY_PARAM = `_meta["${IDEMPOTENCY_META}"]`;
+
+/** A refusal naming REST's Idempotency-Key header names where MCP sends the key instead. */
+const asMcpRefusal = (error: ApiError) =>
+  error.options.param === "Idempotency-Key"
+    ? new ApiError(error.code, error.message.replace("request body", "tool call"), {
+        ...error.options,
+        param: IDEMPOTENCY_PARAM,
+      })
+    : error;
 const RECEIPT_META = "x402/payment-response";
 
 /**
@@ -343,7 +353,7 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
                     key: caller.key!,
                     idempotencyKey: checkedIdempotencyKey(
                       meta?.[IDEMPOTENCY_META],
-                      `_meta["${IDEMPOTENCY_META}"]`,
+                      IDEMPOTENCY_PARAM,
                     ),
                     requestId,
                     counted: true,
@@ -357,7 +367,7 @@ export function createMcpServerFactory(services: Services, door: Forwarder) {
             ...(receipt ? { _meta: { [RECEIPT_META]: receipt } } : {}),
           };
         } catch (err) {
-          const apiError = toApiError(err);
+          const apiError = asMcpRefusal(toApiError(err));
           if (apiError.status >= 500 && apiError.code === "internal_error")
             services.log.error({ err, request_id: requestId }, "MCP tool call failed");
           // Not paid (yet): pay for this call — a keyed caller short of credits may too, like an agent without a key.

@@ -182,10 +182,11 @@ describe.each(Object.keys(ERAS) as (keyof typeof ERAS)[])("the official MCP clie
         arguments: { kind: "ulid" },
         _meta: { "toolgate/idempotency-key": "retry-after-lost-answer" },
       });
-      expect([conflict.isError, errorOf(conflict).error.code]).toEqual([
-        true,
-        "idempotency_conflict",
-      ]);
+      expect([
+        conflict.isError,
+        errorOf(conflict).error.code,
+        errorOf(conflict).error.param,
+      ]).toEqual([true, "idempotency_conflict", '_meta["toolgate/idempotency-key"]']);
       const bad = await client.callTool({
         name: "id-generate",
         arguments: { kind: "uuid-v4" },
