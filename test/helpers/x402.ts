@@ -80,10 +80,12 @@ export async function authorizationUsed(
 /**
  * Uses a signed authorization directly on `chain`, from another account (not through the
  * gateway, nor any RPC proxy of the test): a payment the gateway has no record of, already spent.
+ * `fees` outbid a settlement waiting in the pool (a front-runner).
  */
 export async function useOnChain(
   chain: LocalChain,
   payload: { authorization: unknown; signature: unknown },
+  fees?: { maxPriorityFeePerGas: bigint; maxFeePerGas: bigint },
 ): Promise<void> {
   const outsider = createWalletClient({ account: anvilAccount(6), transport: http(chain.rpcUrl) });
   await outsider.writeContract({
@@ -95,6 +97,7 @@ export async function useOnChain(
       payload.signature as Hex,
     ),
     chain: null,
+    ...(fees ? { gas: 200_000n, ...fees } : {}),
   } as never);
   await new Promise((r) => setTimeout(r, 200));
 }

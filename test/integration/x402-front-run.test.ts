@@ -1,9 +1,6 @@
-import { createPublicClient, createWalletClient, http, type Hex } from "viem";
+import { createPublicClient, http } from "viem";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { TOKEN_ABI, anvilAccount } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
-import { authorizationMessage, transferArgs } from "../../src/payments/verify.js";
-import type { Authorization } from "../../src/payments/wire.js";
 import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
 import {
   PAY_TO,
@@ -11,6 +8,7 @@ import {
   fundedWallet,
   signAuthorization,
   startChains,
+  useOnChain,
   v1Header,
 } from "../helpers/x402.js";
 
@@ -64,22 +62,12 @@ it("credits a payer whose authorization a front-runner settled before the gatewa
     >;
   };
   const settlement = Object.values(Object.values(pool.pending)[0]!)[0]!;
-  const frontRunner = createWalletClient({ account: anvilAccount(6), transport: http(rpc) });
-  await frontRunner.writeContract({
-    address: chains.base.usdc,
-    abi: TOKEN_ABI,
-    functionName: "transferWithAuthorization",
-    args: transferArgs(
-      authorizationMessage(payload.authorization as Authorization),
-      payload.signature as Hex,
-    ),
-    chain: null,
-    gas: 200_000n,
-    // Paying more for its place in the block: it lands first, and the gateway's reverts.
+  // Paying more for its place in the block: it lands first, and the gateway's reverts.
+  await useOnChain(chains.base, payload, {
     maxPriorityFeePerGas:
       BigInt(settlement.maxPriorityFeePerGas ?? settlement.gasPrice!) * 10n + 10n ** 9n,
     maxFeePerGas: BigInt(settlement.maxFeePerGas ?? settlement.gasPrice!) * 10n + 10n ** 10n,
-  } as never);
+  });
   await node("evm_mine");
   await node("evm_setAutomine", [true]);
   await answer;
