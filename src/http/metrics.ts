@@ -1,10 +1,13 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { HttpRequest, HttpResponse } from "./exchange.js";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
-/** Marks the status checks' requests to this process's own doors (src/status/components.ts). */
+/**
+ * Marks the status checks' requests to this process's own doors (src/status/components.ts), with
+ * the process's `statusProbeToken` as its value: "from loopback with the header" alone let any
+ * client of a same-host proxy leave its requests out of the metrics.
+ */
 export const STATUS_PROBE_HEADER = "x-toolgate-status-probe";
-const isLoopback = (address: string | undefined) =>
-  address === "127.0.0.1" || address === "::1" || address === "::ffff:127.0.0.1";
 
 /** How long a scrape waits for each collector (`onScrape`): well inside Prometheus's 10 s scrape timeout. */
 const COLLECT_DEADLINE_MS = 1000;
@@ -18,8 +21,23 @@ const CALL_SECONDS = [
  * The process's Prometheus metrics, in one registry owned by Services (no global registry, so
  * tests and several gateways in one process never mix their numbers).
  */
+const sha256 = (text: string) => createHash("sha256").update(text).digest();
+
 export class Metrics {
   readonly registry = new Registry();
+  /**
+   * This process's status checks' mark (STATUS_PROBE_HEADER), made at start: a check that the
+   * round-robin of WEB_CONCURRENCY hands to another process is counted there, a few requests a
+   * minute.
+   */
+  readonly statusProbeToken = randomBytes(16).toString("hex");
+  private readonly statusProbeDigest = sha256(this.statusProbeToken);
+
+  /** Whether a request carries this process's status-check mark (compared in constant time). */
+  private isStatusProbe(value: string): boolean {
+    return timingSafeEqual(sha256(value), this.statusProbeDigest);
+  }
+
   readonly requests = new Counter({
     name: "toolgate_http_requests_total",
     help: "HTTP requests by route, method and status.",
@@ -266,7 +284,8 @@ export class Metrics {
   ): void {
     // The status page's own probes (loopback, marked) would otherwise be most of a quiet
     // component's latency figures.
-    if (req.headers[STATUS_PROBE_HEADER] && isLoopback(req.socket.remoteAddress)) return;
+    const probe = req.headers[STATUS_PROBE_HEADER];
+    if (typeof probe === "string" && this.isStatusProbe(probe)) return;
     const route =
       (res.locals.route as string | undefined) ??
       (req.route?.path ? `${req.baseUrl}${req.route.path}` : "unmatched");

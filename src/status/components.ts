@@ -28,10 +28,11 @@ async function expectStatus(
   init: RequestInit,
   expected: number[],
   signal: AbortSignal,
+  probeToken: string,
 ) {
   const res = await fetch(url, {
     ...init,
-    headers: { ...(init.headers as Record<string, string>), [STATUS_PROBE_HEADER]: "1" },
+    headers: { ...(init.headers as Record<string, string>), [STATUS_PROBE_HEADER]: probeToken },
     signal,
   });
   await res.arrayBuffer();
@@ -42,13 +43,14 @@ export function componentChecks(
   services: Omit<Services, "status">,
   selfUrl: string,
 ): ComponentCheck[] {
+  const probeToken = services.metrics.statusProbeToken;
   const checks: ComponentCheck[] = [
     {
       id: "rest-api",
       name: "REST API",
       group: "API",
       // /readyz goes through the HTTP stack and asks the store: what every keyed call needs.
-      check: (signal) => expectStatus(`${selfUrl}/readyz`, {}, [200], signal),
+      check: (signal) => expectStatus(`${selfUrl}/readyz`, {}, [200], signal, probeToken),
     },
     {
       id: "mcp",
@@ -72,6 +74,7 @@ export function componentChecks(
           },
           [services.payments ? 200 : 401, 403, 429],
           signal,
+          probeToken,
         ),
     },
   ];
@@ -115,7 +118,8 @@ export function componentChecks(
       id: `worker-pool-${pool}`,
       name: `Worker pool: ${pool}`,
       group: "Workers",
-      check: (signal) => expectStatus(`${services.pools.url(pool)}/healthz`, {}, [200], signal),
+      check: (signal) =>
+        expectStatus(`${services.pools.url(pool)}/healthz`, {}, [200], signal, probeToken),
     });
   }
   const seen = new Map<string, { ok: number; failed: number }>();
