@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -53,9 +53,12 @@ export async function startPrivateRedis({ durable = true }: { durable?: boolean 
  */
 export async function startRedisCluster({ durable = false }: { durable?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "toolgate-cluster-"));
-  const ports = [await freePort(), await freePort(), await freePort()];
-  // The bus ports would default to port + 10,000, which may be taken or above 65,535.
-  const busPorts = [await freePort(), await freePort(), await freePort()];
+  // Six distinct ports, held open together while picked: one at a time, a port just closed could
+  // be handed out again, a node's bus port then another's (a CI run's redis-server exited 1). The
+  // bus ports would default to port + 10,000, which may be taken or above 65,535.
+  const picked = await freePorts(6);
+  const ports = picked.slice(0, 3);
+  const busPorts = picked.slice(3);
   const argsOf = (i: number) => [
     ...["--port", String(ports[i]), "--dir", dir],
     // Durable: a master killed and restarted comes back with its data, as a real one would.
@@ -143,6 +146,22 @@ export async function startRedisCluster({ durable = false }: { durable?: boolean
     },
     stop,
   };
+}
+
+/** `n` distinct loopback ports free a moment ago: all held open at once while they are picked. */
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Server>((resolve) => {
+          const s = createServer().listen(0, "127.0.0.1", () => resolve(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
 }
 
 /** A loopback port free a moment ago (for a server whose URL must be known before it starts). */
