@@ -1,9 +1,10 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { parseCookie, stringifySetCookie } from "cookie";
 import type { Request, Response } from "express";
 import type { KeyCaller } from "../http/auth.js";
 import { ApiError } from "../http/errors.js";
 import { ACCOUNT_ID_PATTERN } from "../lib/ids.js";
+import { sameSecret } from "../lib/same-secret.js";
 import type { Services } from "../services.js";
 import {
   type AccountRecord,
@@ -184,9 +185,7 @@ function couldOpenSession(key: KeyRecord): boolean {
 export function requireCsrf(req: Request, session: SessionRecord): void {
   const given =
     req.get(CSRF_HEADER) ?? (typeof req.body?._csrf === "string" ? (req.body._csrf as string) : "");
-  const a = createHash("sha256").update(given).digest();
-  const b = createHash("sha256").update(session.csrfToken).digest();
-  if (!given || !timingSafeEqual(a, b))
+  if (!given || !sameSecret(given, session.csrfToken))
     throw new ApiError(
       "csrf_failed",
       "This request is missing the dashboard's CSRF token: reload the page and try again.",

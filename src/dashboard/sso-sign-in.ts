@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash } from "node:crypto";
 import { parseCookie, stringifySetCookie } from "cookie";
 import type { Router, Request } from "express";
 import { SSO_CALLBACK_PATH, emailDomainOf, emailDomainSchema } from "../accounts/sso/connection.js";
@@ -15,6 +15,7 @@ import { TIERS } from "../accounts/tiers.js";
 import { enforceEndpointLimit } from "../http/endpoint-limits.js";
 import { ApiError } from "../http/errors.js";
 import { ACCOUNT_ID_PATTERN } from "../lib/ids.js";
+import { sameSecret } from "../lib/same-secret.js";
 import type { Services } from "../services.js";
 import type { SsoConnectionRecord } from "../store/types.js";
 import { openSecret } from "../webhooks/secrets.js";
@@ -58,7 +59,6 @@ interface Attempt {
 
 const sha256 = (value: string) => createHash("sha256").update(value).digest();
 const attemptName = (state: string) => `sso-attempt:${sha256(state).toString("hex")}`;
-const sameSecret = (a: string, b: string) => timingSafeEqual(sha256(a), sha256(b));
 
 const refused = (message: string) => new ApiError("sso_sign_in_failed", message);
 const START_AGAIN = "Start again from the sign-in page.";

@@ -1,7 +1,7 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { Request, Response } from "express";
 import type { IncomingMessage } from "node:http";
 import { headerOf } from "./exchange.js";
+import { sameSecret } from "../lib/same-secret.js";
 import { parseApiKey } from "../accounts/api-keys.js";
 import type { Services } from "../services.js";
 import {
@@ -265,14 +265,12 @@ export async function authenticateKey(
   return { account: caller.account, keyId: caller.keyId, keyLimited: caller.keyLimited };
 }
 
-const digest = (value: string) => createHash("sha256").update(value).digest();
-
 /** The operator's key (ADMIN_API_KEY), compared in constant time. */
 export function authenticateAdmin(services: Services, req: Request): void {
   const header = req.get("x-api-key");
   if (!header) throw new ApiError("missing_api_key", "Send the admin key in the x-api-key header.");
   const expected = services.config.adminApiKey;
-  if (expected && timingSafeEqual(digest(header.trim()), digest(expected))) return;
+  if (expected && sameSecret(header.trim(), expected)) return;
   if (parseApiKey(header.trim()))
     throw new ApiError("admin_required", "This endpoint needs the operator's admin key.");
   throw new ApiError("invalid_api_key", "The API key is not valid.");

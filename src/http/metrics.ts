@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes } from "node:crypto";
+import { sameSecret } from "../lib/same-secret.js";
 import type { HttpRequest, HttpResponse } from "./exchange.js";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
@@ -21,8 +22,6 @@ const CALL_SECONDS = [
  * The process's Prometheus metrics, in one registry owned by Services (no global registry, so
  * tests and several gateways in one process never mix their numbers).
  */
-const sha256 = (text: string) => createHash("sha256").update(text).digest();
-
 export class Metrics {
   readonly registry = new Registry();
   /**
@@ -31,12 +30,6 @@ export class Metrics {
    * minute.
    */
   readonly statusProbeToken = randomBytes(16).toString("hex");
-  private readonly statusProbeDigest = sha256(this.statusProbeToken);
-
-  /** Whether a request carries this process's status-check mark (compared in constant time). */
-  private isStatusProbe(value: string): boolean {
-    return timingSafeEqual(sha256(value), this.statusProbeDigest);
-  }
 
   readonly requests = new Counter({
     name: "toolgate_http_requests_total",
@@ -285,7 +278,7 @@ export class Metrics {
     // The status page's own probes (loopback, marked) would otherwise be most of a quiet
     // component's latency figures.
     const probe = req.headers[STATUS_PROBE_HEADER];
-    if (typeof probe === "string" && this.isStatusProbe(probe)) return;
+    if (typeof probe === "string" && sameSecret(probe, this.statusProbeToken)) return;
     const route =
       (res.locals.route as string | undefined) ??
       (req.route?.path ? `${req.baseUrl}${req.route.path}` : "unmatched");

@@ -1,10 +1,6 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import { ApiError } from "../http/errors.js";
 import { defineRoute } from "../http/route.js";
-
-/** Compared as digests, in constant time: the token's length is not revealed either. */
-const safeEqual = (a: string, b: string) =>
-  timingSafeEqual(createHash("sha256").update(a).digest(), createHash("sha256").update(b).digest());
+import { sameSecret } from "../lib/same-secret.js";
 
 /** Prometheus metrics; behind `METRICS_TOKEN` (a Bearer token) when one is set. */
 export const metrics = defineRoute({
@@ -20,7 +16,7 @@ export const metrics = defineRoute({
   produces: "text/plain",
   async handler({ services, req }) {
     const token = services.config.metricsToken;
-    if (token && !safeEqual(req.get("authorization") ?? "", `Bearer ${token}`))
+    if (token && !sameSecret(req.get("authorization") ?? "", `Bearer ${token}`))
       // In the one error shape, as every refusal is (it was a bare {"error": "…"} string).
       throw new ApiError(
         "metrics_token_required",
