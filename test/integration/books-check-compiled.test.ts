@@ -27,17 +27,19 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(image, { recursive: true, force: true }));
 
-it("runs from the compiled build with NODE_ENV=production and no tsx", () => {
-  const check = spawnSync(process.execPath, ["scripts/books-check.mjs"], {
+/** `npm run books:check` as the image runs it, with production settings and `env` beside. */
+const runCheck = (env: Record<string, string | undefined>) =>
+  spawnSync(process.execPath, ["scripts/books-check.mjs"], {
     cwd: image,
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: "production",
-      REDIS_URL,
-      REDIS_KEY_PREFIX: uniquePrefix("books-check-compiled"),
-      DATABASE_URL: database,
-    },
+    env: { PATH: process.env.PATH, NODE_ENV: "production", ...env },
     encoding: "utf8",
+  });
+
+it("runs from the compiled build with NODE_ENV=production and no tsx", () => {
+  const check = runCheck({
+    REDIS_URL,
+    REDIS_KEY_PREFIX: uniquePrefix("books-check-compiled"),
+    DATABASE_URL: database,
   });
   expect([check.status, check.stdout, check.stderr]).toEqual([
     0,
@@ -48,16 +50,10 @@ it("runs from the compiled build with NODE_ENV=production and no tsx", () => {
 });
 
 it("says in one line, exiting 3, that the books could not be reached: not a mismatch (1), nothing was checked", () => {
-  const check = spawnSync(process.execPath, ["scripts/books-check.mjs"], {
-    cwd: image,
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: "production",
-      REDIS_URL,
-      REDIS_KEY_PREFIX: uniquePrefix("books-check-compiled"),
-      DATABASE_URL: "postgres://toolgate@127.0.0.1:1/books", // nothing listens on port 1
-    },
-    encoding: "utf8",
+  const check = runCheck({
+    REDIS_URL,
+    REDIS_KEY_PREFIX: uniquePrefix("books-check-compiled"),
+    DATABASE_URL: "postgres://toolgate@127.0.0.1:1/books", // nothing listens on port 1
   });
   expect([check.status, check.stdout, check.stderr]).toEqual([
     3,
@@ -68,11 +64,7 @@ it("says in one line, exiting 3, that the books could not be reached: not a mism
 
 it("says to build first when dist/ is missing, in one line", () => {
   rmSync(join(image, "dist"));
-  const check = spawnSync(process.execPath, ["scripts/books-check.mjs"], {
-    cwd: image,
-    env: { PATH: process.env.PATH, NODE_ENV: "production" },
-    encoding: "utf8",
-  });
+  const check = runCheck({});
   expect([check.status, check.stderr]).toEqual([
     1,
     "NODE_ENV=production runs the compiled build: run `npm run build` first (dist/ is missing).\n",

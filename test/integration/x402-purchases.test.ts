@@ -34,19 +34,25 @@ async function buy(key: string, path: string, body: unknown) {
   return { res, price };
 }
 
+/** A purchase's PAYMENT-REQUIRED offer (x402 v2) for base-sepolia, and an authorization signed for it. */
+async function signedV2Offer(key: string, path: string, body: unknown) {
+  const challenge = await call(`${setup.gw.url}${path}`, { key, body });
+  const offer = JSON.parse(
+    Buffer.from(challenge.headers.get("payment-required")!, "base64").toString(),
+  );
+  const accepted = offer.accepts.find((a: { network: string }) => a.network === "eip155:84532");
+  const payload = await signAuthorization({
+    account: PAYER,
+    chain: setup.chains.base,
+    value: BigInt(accepted.amount),
+  });
+  return { offer, accepted, payload };
+}
+
 describe("a purchase's answer, as the OpenAPI document describes it", () => {
   /** A purchase paid with x402 v2: the PAYMENT-REQUIRED offer for base-sepolia, signed, as PAYMENT-SIGNATURE. */
   async function buyWithV2(key: string, path: string, body: unknown) {
-    const challenge = await call(`${setup.gw.url}${path}`, { key, body });
-    const offer = JSON.parse(
-      Buffer.from(challenge.headers.get("payment-required")!, "base64").toString(),
-    );
-    const accepted = offer.accepts.find((a: { network: string }) => a.network === "eip155:84532");
-    const payload = await signAuthorization({
-      account: PAYER,
-      chain: setup.chains.base,
-      value: BigInt(accepted.amount),
-    });
+    const { accepted, payload } = await signedV2Offer(key, path, body);
     return call(`${setup.gw.url}${path}`, {
       key,
       body,
@@ -241,18 +247,8 @@ describe("buying with x402", () => {
 
   it("refuses a v2 pack payment that names the plans' resource: 402 with the offer again, nothing settled or credited", async () => {
     const { key, accountId } = await signUp(setup.gw.url);
-    const challenge = await call(`${setup.gw.url}/api/v1/credits/purchase`, {
-      key,
-      body: { pack: "1k" },
-    });
-    const offer = JSON.parse(
-      Buffer.from(challenge.headers.get("payment-required")!, "base64").toString(),
-    );
-    const accepted = offer.accepts.find((a: { network: string }) => a.network === "eip155:84532");
-    const payload = await signAuthorization({
-      account: PAYER,
-      chain: setup.chains.base,
-      value: BigInt(accepted.amount),
+    const { offer, accepted, payload } = await signedV2Offer(key, "/api/v1/credits/purchase", {
+      pack: "1k",
     });
     const planUrl = offer.resource.url.replace("/credits/purchase", "/plans/purchase");
     const header = Buffer.from(
