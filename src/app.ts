@@ -21,6 +21,17 @@ import { DOORS, openApiFor, type Door } from "./routes.js";
  * The gateway's request handler: the keyed tool call on its own lane (tools/routes/keyed-lane.ts),
  * everything else through express.
  */
+/** The paths, and their methods, of the doors of their own that count their requests themselves. */
+const SELF_COUNTED = new Map(
+  DOORS.flatMap((door) =>
+    "router" in door && door.countsItself
+      ? Object.entries(door.serves).map(
+          ([path, methods]) => [`${door.prefix}${path === "/" ? "" : path}`, methods] as const,
+        )
+      : [],
+  ),
+);
+
 export function createApp(services: Services): (req: IncomingMessage, res: ServerResponse) => void {
   const app = express();
   app.disable("x-powered-by");
@@ -47,9 +58,10 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
     refuseUnservable,
     probeLimit(services),
     preflights(services),
-    // The MCP door counts its keyless messages itself (mcp/route.ts), where a lone tools/call
-    // over the limit can be answered as a tool result rather than a 429 its clients throw on.
-    anonymousLimit(services, (req) => req.method === "POST" && req.path === "/mcp"),
+    // A door that counts its requests itself (`countsItself`: MCP, where a lone keyless
+    // tools/call over the limit is answered as a tool result, not a 429 its clients throw on)
+    // counts its keyless ones too.
+    anonymousLimit(services, (req) => SELF_COUNTED.get(req.path)?.includes(req.method) === true),
     refusedCredentials.middleware,
   );
 
