@@ -17,10 +17,6 @@ import { versioning } from "./http/versioning.js";
 import { methodNotAllowed } from "./http/method-not-allowed.js";
 import { DOORS, openApiFor, type Door } from "./routes.js";
 
-/**
- * The gateway's request handler: the keyed tool call on its own lane (tools/routes/keyed-lane.ts),
- * everything else through express.
- */
 /** The paths, and their methods, of the doors of their own that count their requests themselves. */
 const SELF_COUNTED = new Map(
   DOORS.flatMap((door) =>
@@ -32,6 +28,10 @@ const SELF_COUNTED = new Map(
   ),
 );
 
+/**
+ * The gateway's request handler: the keyed tool call on its own lane (tools/routes/keyed-lane.ts),
+ * everything else through express.
+ */
 export function createApp(services: Services): (req: IncomingMessage, res: ServerResponse) => void {
   const app = express();
   app.disable("x-powered-by");
