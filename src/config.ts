@@ -276,6 +276,12 @@ export const envSchema = z.object({
   /** Credits charged per x402 facilitator settlement (covers the relayer's gas): 5 credits = $0.01 at the default price. */
   FACILITATOR_FEE_CREDITS: integer(0).default(5),
   IDEMPOTENCY_TTL_SECONDS: integer(60).default(86_400),
+  /**
+   * The most bytes of answers one account may have kept for Idempotency-Key replays at once: an
+   * answer past it is served but not kept (a retry with its key is 409 idempotency_answer_not_kept).
+   * Without it, 1 MB answers at a credit each held a megabyte of Redis per credit for a day.
+   */
+  IDEMPOTENCY_KEPT_BYTES: integer(0).default(32 * 1024 * 1024),
   /** Host names /mcp answers to (DNS-rebinding protection); default: PUBLIC_BASE_URL's host and loopback. */
   // Host names as the Host header carries them, less its port (mcp/route.ts): an entry with a
   // scheme, a port or a path could never match, and MCP refused that host without a word.
@@ -440,6 +446,7 @@ export interface Config {
   creditPriceAtomic: bigint;
   facilitatorFeeCredits: number;
   idempotencyTtlSeconds: number;
+  idempotencyKeptBytes: number;
   planPeriodMs: number;
   metricsToken: string | undefined;
   apiVersions: ApiVersion[];
@@ -632,6 +639,7 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {
     creditPriceAtomic: parseUsd(e.CREDIT_PRICE_USD),
     facilitatorFeeCredits: e.FACILITATOR_FEE_CREDITS,
     idempotencyTtlSeconds: e.IDEMPOTENCY_TTL_SECONDS,
+    idempotencyKeptBytes: e.IDEMPOTENCY_KEPT_BYTES,
     planPeriodMs: e.PLAN_PERIOD_SECONDS * 1000,
     metricsToken: e.METRICS_TOKEN,
     apiVersions: apiVersions!,

@@ -60,6 +60,7 @@ export const ERRORS = {
   unknown_tool_name: { status: 400, type: "invalid_request_error" },
   invalid_range: { status: 400, type: "invalid_request_error" },
   idempotency_conflict: { status: 409, type: "invalid_request_error" },
+  idempotency_answer_not_kept: { status: 409, type: "invalid_request_error" },
   body_too_large: { status: 413, type: "invalid_request_error" },
   body_too_deep: { status: 413, type: "invalid_request_error" },
   rate_limited: { status: 429, type: "rate_limit_error" },

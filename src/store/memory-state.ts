@@ -56,6 +56,8 @@ export interface IdempotencyRecord {
   requestId: string;
   leaseUntil: number;
   response: StoredResponse | null;
+  /** Served, but its answer was not kept (the account's kept answers were at their limit). */
+  notKept?: boolean;
   /** Its execution failed (refunded): the answer, for the requests that waited on it. */
   failure?: FailedAnswer;
 }
@@ -73,6 +75,8 @@ export class MemoryState {
   readonly accounts = new Map<string, MemAccount>();
   /** By `idempotencyId(account, key)`, each kept for its time to live. */
   readonly idempotency: ExpiringMap<string, IdempotencyRecord>;
+  /** Each account's kept answers, in bytes, by the hour they expire (as Redis's `idem-bytes`). */
+  readonly keptAnswerBytes = new Map<string, Map<number, number>>();
   /** Each account's event log, newest first (the outbox's; the ledger backlog looks at it too). */
   readonly eventLogs = new Map<string, EventRecord[]>();
   /** Emits an account id each time its ledger grows, for `followLedger`. */

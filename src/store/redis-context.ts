@@ -31,6 +31,7 @@ export const redisKey = {
   outbox: (id: string) => `{${id}}:outbox`,
   idempotency: (id: string, key: string) =>
     `{${id}}:idem:${createHash("sha256").update(key).digest("hex")}`,
+  keptAnswerBytes: (id: string) => `{${id}}:idem-bytes`,
   // Global indexes, outside any account slot: written beside, never inside, an account script.
   accounts: () => "accounts",
   email: (email: string) => `email:${email}`,
@@ -70,7 +71,7 @@ const KEY_COUNTS = {
   "key-add": 2,
   "rate-limit": 1,
   "idempotency-begin": 1,
-  "idempotency-complete": 1,
+  "idempotency-complete": 2,
   "idempotent-admit": 8,
   "webhook-add": 1,
   "webhook-rotate": 1,

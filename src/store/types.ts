@@ -546,7 +546,19 @@ export type IdempotencyState =
   | { state: "in_progress"; requestId: string }
   | { state: "conflict" }
   | { state: "completed"; response: StoredResponse }
+  /** Served and charged, but its answer was not kept: the account's kept answers were at their limit. */
+  | { state: "not_kept" }
   | { state: "failed"; failure: FailedAnswer };
+
+/** How a served call's answer is kept for its Idempotency-Key. */
+export interface KeptAnswer {
+  ttlSeconds: number;
+  /**
+   * The most bytes of answers the account may have kept at once (IDEMPOTENCY_KEPT_BYTES): an
+   * answer that would pass it is not kept, and a retry with its key is told so.
+   */
+  accountLimitBytes: number;
+}
 
 /**
  * A call's admission under its Idempotency-Key: the claim, and — when this request now holds the

@@ -148,6 +148,7 @@ export async function invokeTool(
   }
   const caller = await checkCaller(services, call);
   if (state.state === "completed") return replayOf(state.response, caller);
+  if (state.state === "not_kept") throw answerNotKept().withHeaders(caller.headers);
   if (state.state === "failed") throw failureReplayed(state.failure).withHeaders(caller.headers);
   throw new ApiError(
     "idempotency_conflict",
@@ -185,6 +186,14 @@ export const failureReplayed = ({ code, message, param, retryAfter }: FailedAnsw
     ...(param ? { param } : {}),
     ...(retryAfter ? { headers: { "Retry-After": retryAfter } } : {}),
   });
+
+/** A retry of a call served under its Idempotency-Key whose answer was not kept (IDEMPOTENCY_KEPT_BYTES). */
+export const answerNotKept = () =>
+  new ApiError(
+    "idempotency_answer_not_kept",
+    "The call sent with this Idempotency-Key was served and charged, but its answer was not kept: this account's answers kept for replays were at their limit. Nothing was charged for this request; send the call with a new key to run it again.",
+    { param: "Idempotency-Key" },
+  );
 
 /** What a failed call leaves for the requests waiting on its Idempotency-Key. */
 const failedAnswer = (failure: ApiError): FailedAnswer => {
@@ -488,12 +497,18 @@ async function serveCharged(
     };
     if (idempotencyKey) {
       const complete = () =>
-        store.completeIdempotent(
-          accountId,
-          idempotencyKey,
-          result,
-          idempotencyTtlSeconds ?? config.idempotencyTtlSeconds,
-        );
+        store
+          .completeIdempotent(accountId, idempotencyKey, result, {
+            ttlSeconds: idempotencyTtlSeconds ?? config.idempotencyTtlSeconds,
+            accountLimitBytes: config.idempotencyKeptBytes,
+          })
+          .then((kept) => {
+            if (!kept)
+              services.log.info(
+                { account_id: accountId, request_id: requestId, tool: tool.name },
+                "a served call's answer was not kept for its Idempotency-Key: the account's kept answers are at IDEMPOTENCY_KEPT_BYTES",
+              );
+          });
       // Stored beside the answer, not before it: the write leaves in the same turn of the loop as
       // the answer (one Redis round trip off the call's way), and on this process's one
       // connection it runs before any later command, a replay's included. Served and charged, the

@@ -10,6 +10,7 @@ import type { Forwarder } from "./forward.js";
 import type { StoredResponse } from "../store/types.js";
 import { preflight } from "./preflight.js";
 import {
+  answerNotKept,
   callFingerprint,
   claimIdempotencyKey,
   failureReplayed,
@@ -271,6 +272,7 @@ async function claimCallKey(
   });
   if (claim.state === "started") return claim.requestId;
   if (claim.state === "completed") throw new AnsweredUnpaid(claim.response);
+  if (claim.state === "not_kept") throw answerNotKept();
   // The call it waited on failed: the same answer, and nothing settled for this one.
   if (claim.state === "failed") throw failureReplayed(claim.failure);
   throw keyConflict(call);

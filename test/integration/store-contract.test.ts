@@ -79,6 +79,9 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
+/** An answer kept for a minute, under a byte limit it never reaches. */
+const KEEP_60S = { ttlSeconds: 60, accountLimitBytes: 1 << 20 };
+
 describe.each(Object.keys(factories))("%s store", (kind) => {
   let store: Store;
   beforeEach(async () => {
@@ -1390,7 +1393,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     );
     // Completed: replayed, and nothing admitted or charged.
     const response = { status: 200, body: '{"ok":true}', headers: {} };
-    await store.completeIdempotent(a.id, "k1", response, 60);
+    await store.completeIdempotent(a.id, "k1", response, KEEP_60S);
     const again = newRequestId();
     expect(await store.admitIdempotent(call(again), "k1", claim(again))).toEqual({
       claim: { state: "completed", response },
@@ -1514,11 +1517,63 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     await store.beginIdempotent(a.id, "gone", claim("req_first"));
     // Its claim forgotten (refunded by a survivor, abandoned) while the call was still answering.
     await store.abandonIdempotent(a.id, "gone");
-    await store.completeIdempotent(a.id, "gone", { status: 200, body: "{}", headers: {} }, 60);
+    await store.completeIdempotent(
+      a.id,
+      "gone",
+      { status: 200, body: "{}", headers: {} },
+      KEEP_60S,
+    );
     expect(await store.beginIdempotent(a.id, "gone", claim("req_retry"))).toEqual({
       state: "started",
       requestId: "req_retry",
     });
+  });
+
+  it("keeps an account's answers up to its byte limit; past it, a retry of a served call is told its answer was not kept", async () => {
+    const a = await account();
+    const b = await account();
+    const claim = (requestId: string, fingerprint = "fp") => ({
+      fingerprint,
+      requestId,
+      leaseMs: 5000,
+      ttlSeconds: 60,
+    });
+    const answer = (n: number) => ({ status: 200, body: "x".repeat(n), headers: {} });
+    const size = (n: number) => Buffer.byteLength(JSON.stringify(answer(n)));
+    const keep = { ttlSeconds: 60, accountLimitBytes: size(400) + size(500) };
+    await store.beginIdempotent(a.id, "first", claim("req_1"));
+    expect(await store.completeIdempotent(a.id, "first", answer(400), keep)).toBe(true);
+    await store.beginIdempotent(a.id, "second", claim("req_2"));
+    expect(await store.completeIdempotent(a.id, "second", answer(501), keep)).toBe(false);
+    // The one that fits what is left is kept; the kept and the refused are told apart on a retry.
+    await store.beginIdempotent(a.id, "third", claim("req_3"));
+    expect(await store.completeIdempotent(a.id, "third", answer(500), keep)).toBe(true);
+    expect(await store.beginIdempotent(a.id, "first", claim("req_4"))).toEqual({
+      state: "completed",
+      response: answer(400),
+    });
+    expect(await store.beginIdempotent(a.id, "second", claim("req_5"))).toEqual({
+      state: "not_kept",
+    });
+    const admission = {
+      accountId: a.id,
+      keyHash: a.key.hash,
+      cost: 1,
+      requestId: "req_6",
+      tool: "hash",
+      reason: "tool call",
+    };
+    expect(await store.admitIdempotent(admission, "second", claim("req_6"))).toEqual({
+      claim: { state: "not_kept" },
+      admitted: null,
+    });
+    // Another body under the key is still a conflict, not an answer about the first.
+    expect(await store.beginIdempotent(a.id, "second", claim("req_7", "fp-other"))).toEqual({
+      state: "conflict",
+    });
+    // Each account has its own limit.
+    await store.beginIdempotent(b.id, "first", claim("req_8"));
+    expect(await store.completeIdempotent(b.id, "first", answer(501), keep)).toBe(true);
   });
 
   it("claims an idempotency key once, replays its response, and refuses another fingerprint", async () => {
@@ -1540,7 +1595,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       state: "conflict",
     });
     const response = { status: 200, body: '{"ok":true}', headers: { "x-credits-charged": "1" } };
-    await store.completeIdempotent(a.id, "idem-1", response, 60);
+    await store.completeIdempotent(a.id, "idem-1", response, KEEP_60S);
     expect(await store.beginIdempotent(a.id, "idem-1", claim("fp-a"))).toEqual({
       state: "completed",
       response,

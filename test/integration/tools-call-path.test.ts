@@ -519,6 +519,48 @@ describe("Idempotency-Key", () => {
   });
 });
 
+describe("answers kept for Idempotency-Key replays (IDEMPOTENCY_KEPT_BYTES)", () => {
+  it("keeps an account's answers up to its limit; past it, the call is served and charged once, and its retry is told the answer was not kept", async () => {
+    const kept = await startGateway({ env: { IDEMPOTENCY_KEPT_BYTES: "20000" } });
+    try {
+      const { key } = await fundedAccount(kept.url, 100);
+      const render = (n: number, id: string) =>
+        callTool(
+          kept.url,
+          key,
+          "markdown-to-html",
+          { markdown: "a".repeat(n) },
+          {
+            "idempotency-key": id,
+          },
+        );
+      const small = await render(5_000, "small");
+      const large = await render(16_000, "large");
+      expect([small.status, large.status]).toEqual([200, 200]);
+      expect((large.body as { html: string }).html).toContain("a".repeat(16_000));
+      const smallAgain = await render(5_000, "small");
+      expect([smallAgain.status, smallAgain.headers.get("idempotent-replayed")]).toEqual([
+        200,
+        "true",
+      ]);
+      expect(smallAgain.body).toEqual(small.body);
+      // The answer past the limit was served, not kept: its retry is refused, not run and charged again.
+      await expect
+        .poll(async () => {
+          const retry = await render(16_000, "large");
+          return [retry.status, retry.body.error?.code, retry.body.error?.param];
+        })
+        .toEqual([409, "idempotency_answer_not_kept", "Idempotency-Key"]);
+      // A new key runs it again.
+      const anew = await render(16_000, "large-again");
+      expect([anew.status, anew.headers.get("idempotent-replayed")]).toEqual([200, null]);
+      expect(await balanceOf(kept.url, key)).toBe(97);
+    } finally {
+      await kept.stop();
+    }
+  });
+});
+
 describe("priority queue", () => {
   it("serves a queued Pro call before an earlier Free call when the pool is saturated", async () => {
     const busy = await startGateway({

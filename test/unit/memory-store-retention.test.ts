@@ -77,7 +77,7 @@ describe("the in-memory store", () => {
           accountId,
           idempotencyKey,
           { status: 200, body: '{"digest":"…"}', headers: {} },
-          24 * 3600,
+          { ttlSeconds: 24 * 3600, accountLimitBytes: 1 << 20 },
         );
         const payment: PaymentRecord = {
           id: `84532:0xtoken:0xpayer:${requestId}`,

@@ -461,6 +461,7 @@ local function claim_idempotency(record, fingerprint, lease_ms, request_id, ttl_
   end
   if r[2] ~= fingerprint then return { state = 'conflict' } end
   if r[1] == 'completed' then return { state = 'completed', response = cjson.decode(r[3]) } end
+  if r[1] == 'not_kept' then return { state = 'not_kept' } end
   if r[4] ~= request_id and now < (tonumber(r[5]) or 0) then return { state = 'in_progress', requestId = r[4] } end
   redis.call('HSET', record, 'lease_until', now + tonumber(lease_ms))
   local ttl = redis.call('PTTL', record)

@@ -1,4 +1,4 @@
-import type { IdempotencyClaim, IdempotencyState, StoredResponse } from "../types.js";
+import type { IdempotencyClaim, IdempotencyState, KeptAnswer, StoredResponse } from "../types.js";
 
 /** Idempotency-Key executions: claimed once, replayed, or forgotten to run again. */
 export interface IdempotencyStore {
@@ -18,12 +18,17 @@ export interface IdempotencyStore {
     key: string,
     claim: IdempotencyClaim,
   ): Promise<IdempotencyState>;
+  /**
+   * Keeps a served call's answer for replays, unless the account's answers kept at once would
+   * pass `keep.accountLimitBytes` (then the key records that it was served and not kept). Answers
+   * whether the answer was kept.
+   */
   completeIdempotent(
     accountId: string,
     key: string,
     response: StoredResponse,
-    ttlSeconds: number,
-  ): Promise<void>;
+    keep: KeptAnswer,
+  ): Promise<boolean>;
   /** Forgets an execution that failed without a result worth replaying, so a retry runs again. */
   abandonIdempotent(accountId: string, key: string): Promise<void>;
 }

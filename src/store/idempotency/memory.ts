@@ -1,7 +1,9 @@
 /** Idempotency-Key records in memory (kept in the shared state: a refund forgets the call's record). */
 import { idempotencyId, type MemoryState } from "../memory-state.js";
-import type { IdempotencyClaim, IdempotencyState, StoredResponse } from "../types.js";
+import type { IdempotencyClaim, IdempotencyState, KeptAnswer, StoredResponse } from "../types.js";
 import type { IdempotencyStore } from "./index.js";
+
+const HOUR_MS = 3_600_000;
 
 export function memoryIdempotency(state: MemoryState): IdempotencyStore {
   return {
@@ -35,6 +37,7 @@ export function memoryIdempotency(state: MemoryState): IdempotencyStore {
       }
       if (record.fingerprint !== claim.fingerprint) return { state: "conflict" };
       if (record.response) return { state: "completed", response: record.response };
+      if (record.notKept) return { state: "not_kept" };
       if (record.requestId !== claim.requestId && now < record.leaseUntil)
         return { state: "in_progress", requestId: record.requestId };
       record.leaseUntil = now + claim.leaseMs;
@@ -46,13 +49,31 @@ export function memoryIdempotency(state: MemoryState): IdempotencyStore {
       accountId: string,
       key: string,
       response: StoredResponse,
-      ttlSeconds: number,
+      { ttlSeconds, accountLimitBytes }: KeptAnswer,
     ) {
       const id = idempotencyId(accountId, key);
       const record = state.idempotency.get(id);
-      if (!record) return;
+      if (!record) return false;
+      const now = state.now();
+      state.idempotency.set(id, record, now + ttlSeconds * 1000);
+      // As in Lua (idempotency-complete): bytes by the hour they expire, the past ones dropped.
+      const size = Buffer.byteLength(JSON.stringify(response));
+      const nowHour = Math.floor(now / HOUR_MS);
+      const hours = state.keptAnswerBytes.get(accountId) ?? new Map<number, number>();
+      let held = 0;
+      for (const [hour, bytes] of hours) {
+        if (hour < nowHour) hours.delete(hour);
+        else held += bytes;
+      }
+      if (held + size > accountLimitBytes) {
+        record.notKept = true;
+        return false;
+      }
       record.response = response;
-      state.idempotency.set(id, record, state.now() + ttlSeconds * 1000);
+      const expiresHour = Math.ceil((now + ttlSeconds * 1000) / HOUR_MS);
+      hours.set(expiresHour, (hours.get(expiresHour) ?? 0) + size);
+      state.keptAnswerBytes.set(accountId, hours);
+      return true;
     },
 
     async abandonIdempotent(accountId: string, key: string) {

@@ -1,6 +1,6 @@
 /** Idempotency-Key records on Redis: one hash per (account, key), `{acct}:idem:<sha256 of the key>`. */
 import { type RedisContext, redisKey } from "../redis-context.js";
-import type { IdempotencyClaim, IdempotencyState, StoredResponse } from "../types.js";
+import type { IdempotencyClaim, IdempotencyState, KeptAnswer, StoredResponse } from "../types.js";
 import type { IdempotencyStore } from "./index.js";
 
 export function redisIdempotency({ redis, call, script }: RedisContext): IdempotencyStore {
@@ -27,13 +27,14 @@ export function redisIdempotency({ redis, call, script }: RedisContext): Idempot
       accountId: string,
       key: string,
       response: StoredResponse,
-      ttlSeconds: number,
-    ): Promise<void> {
-      await script(
+      { ttlSeconds, accountLimitBytes }: KeptAnswer,
+    ): Promise<boolean> {
+      const outcome = await script<number>(
         "idempotency-complete",
-        [redisKey.idempotency(accountId, key)],
-        [JSON.stringify(response), ttlSeconds],
+        [redisKey.idempotency(accountId, key), redisKey.keptAnswerBytes(accountId)],
+        [JSON.stringify(response), ttlSeconds, accountLimitBytes],
       );
+      return outcome === 1;
     },
 
     async abandonIdempotent(accountId: string, key: string): Promise<void> {

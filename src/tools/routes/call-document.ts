@@ -65,6 +65,7 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
               "key_budget_exceeded",
               "tool_not_found",
               "idempotency_conflict",
+              "idempotency_answer_not_kept",
               ...BODY_ERRORS,
               "rate_limited",
               "tool_failed",

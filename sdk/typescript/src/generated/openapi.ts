@@ -2570,7 +2570,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "expectation_failed" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "sso_sign_in_failed" | "session_required" | "metrics_token_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "key_already_rotated" | "plan_not_purchasable" | "sso_domain_taken" | "secret_rotation_in_progress" | "invalid_cursor" | "unknown_tool_name" | "invalid_range" | "idempotency_conflict" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "sso_provider_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy" | "shutting_down" | "replica_failed" | "replica_timeout";
+                code: "invalid_json" | "invalid_path" | "invalid_content_encoding" | "bad_request" | "method_not_allowed" | "request_timeout" | "headers_too_large" | "unsupported_media_type" | "expectation_failed" | "validation_failed" | "missing_api_key" | "invalid_api_key" | "api_key_revoked" | "api_key_expired" | "invalid_token" | "sso_sign_in_failed" | "session_required" | "metrics_token_required" | "csrf_failed" | "insufficient_credits" | "key_budget_exceeded" | "payment_required" | "payment_invalid" | "payment_already_used" | "payment_pending" | "chain_unavailable" | "feature_not_in_tier" | "admin_required" | "tool_not_allowed" | "unrestricted_key_required" | "host_not_allowed" | "not_found" | "tool_not_found" | "route_not_found" | "version_retired" | "email_taken" | "tool_name_taken" | "last_active_key" | "key_already_rotated" | "plan_not_purchasable" | "sso_domain_taken" | "secret_rotation_in_progress" | "invalid_cursor" | "unknown_tool_name" | "invalid_range" | "idempotency_conflict" | "idempotency_answer_not_kept" | "body_too_large" | "body_too_deep" | "rate_limited" | "internal_error" | "payments_not_enabled" | "analytics_not_enabled" | "store_unavailable" | "books_unavailable" | "sso_provider_unavailable" | "tool_failed" | "tool_timeout" | "tool_unavailable" | "worker_unavailable" | "worker_pool_busy" | "shutting_down" | "replica_failed" | "replica_timeout";
                 message: string;
                 /** @description The input field the error is about, as a dotted path. */
                 param?: string;
@@ -10964,7 +10964,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11178,7 +11178,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11376,7 +11376,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11578,7 +11578,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11785,7 +11785,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11993,7 +11993,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12196,7 +12196,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12395,7 +12395,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12596,7 +12596,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12798,7 +12798,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13016,7 +13016,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13338,7 +13338,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13546,7 +13546,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13748,7 +13748,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13962,7 +13962,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14173,7 +14173,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14371,7 +14371,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14566,7 +14566,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14771,7 +14771,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14967,7 +14967,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15168,7 +15168,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15362,7 +15362,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15547,7 +15547,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15753,7 +15753,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15961,7 +15961,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16187,7 +16187,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16403,7 +16403,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16606,7 +16606,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16801,7 +16801,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16990,7 +16990,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17199,7 +17199,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17391,7 +17391,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17576,7 +17576,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17777,7 +17777,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17971,7 +17971,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18169,7 +18169,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18381,7 +18381,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18595,7 +18595,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18789,7 +18789,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18989,7 +18989,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19184,7 +19184,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19385,7 +19385,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19586,7 +19586,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19798,7 +19798,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19991,7 +19991,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20202,7 +20202,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20406,7 +20406,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20612,7 +20612,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20808,7 +20808,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21008,7 +21008,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21205,7 +21205,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21408,7 +21408,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21602,7 +21602,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21799,7 +21799,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21996,7 +21996,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22195,7 +22195,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22397,7 +22397,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22599,7 +22599,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22794,7 +22794,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23006,7 +23006,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23226,7 +23226,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23422,7 +23422,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23618,7 +23618,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23809,7 +23809,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_conflict, payment_already_used */
+            /** @description idempotency_conflict, idempotency_answer_not_kept, payment_already_used */
             409: {
                 headers: {
                     [name: string]: unknown;
