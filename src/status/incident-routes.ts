@@ -12,7 +12,7 @@ import {
 } from "../lib/readable-text.js";
 import { incidentView } from "./report.js";
 import { incidentViewSchema } from "./report-schema.js";
-import type { Incident } from "./store.js";
+import type { Incident, IncidentUpdate } from "./store.js";
 
 /**
  * The operator's incidents (admin key): open one, post updates, resolve it. They show on
@@ -42,9 +42,10 @@ const title = readableLine("A title", 200).refine(
  * whose write still landed, or a lost answer) is the same incident, kept by the store once.
  */
 const incidentIdOf = (idempotencyKey: string | null) =>
-  idempotencyKey
-    ? `inc_${createHash("sha256").update(idempotencyKey).digest("hex").slice(0, 16)}`
-    : `inc_${randomId(16)}`;
+  idempotencyKey ? `inc_${keyDigest(idempotencyKey)}` : `inc_${randomId(16)}`;
+
+const keyDigest = (idempotencyKey: string) =>
+  createHash("sha256").update(idempotencyKey).digest("hex").slice(0, 16);
 
 /** What the operator sent to open an incident, to tell a retry from another opening under the same key. */
 const openingOf = (incident: Incident) =>
@@ -130,19 +131,41 @@ export const createIncident = defineRoute({
 export const updateIncident = defineRoute({
   method: "post",
   path: "/admin/incidents/:id/updates",
-  summary: "Post an update to an open incident.",
+  summary:
+    "Post an update to an open incident. With an Idempotency-Key header, a retry posts it once; the same key with another body is 409.",
   auth: "admin",
+  errors: ["idempotency_conflict"],
+  requestHeaders: [
+    idempotencyKeyParameter(
+      "Same key and body: posted once, a repeat answers the incident as kept; the same key with another body is 409.",
+    ),
+  ],
   body: z.strictObject({ status, message }),
   response: incidentViewSchema,
-  async handler({ services, params, body }) {
-    const update = { status: body.status, message: body.message, at: Date.now() };
+  async handler({ services, params, body, req }) {
+    const idempotencyKey = idempotencyKeyOf(req);
+    const key = idempotencyKey ? keyDigest(idempotencyKey) : undefined;
+    const update = { status: body.status, message: body.message, at: Date.now(), key };
+    // A retry after a 503 whose write still landed, or a lost answer: found, not posted again.
+    let posted: IncidentUpdate | undefined;
     // In one store step: an update racing another keeps both, one racing the resolution never
     // writes the incident back unresolved.
-    const outcome = await services.status.store.changeIncident(params.id!, (incident) =>
-      incident.resolvedAt ? null : { ...incident, updates: [...incident.updates, update] },
-    );
+    const outcome = await services.status.store.changeIncident(params.id!, (incident) => {
+      posted = key ? incident.updates.find((u) => u.key === key) : undefined;
+      if (posted || incident.resolvedAt) return null;
+      return { ...incident, updates: [...incident.updates, update] };
+    });
     if (!outcome) throw new ApiError("not_found", "No such incident.", { param: "id" });
     services.status.incidentsChanged();
+    if (posted) {
+      if (posted.status !== body.status || posted.message !== body.message)
+        throw new ApiError(
+          "idempotency_conflict",
+          "This Idempotency-Key posted another update (another status or message).",
+          { param: "Idempotency-Key" },
+        );
+      return { body: incidentView(outcome.incident) };
+    }
     if (!outcome.changed)
       throw new ApiError("validation_failed", "The incident is resolved; open a new one.", {
         param: "id",

@@ -29,6 +29,8 @@ export interface IncidentUpdate {
   status: IncidentStatus;
   message: string;
   at: number;
+  /** The Idempotency-Key it was posted with, hashed: a retry finds it and posts nothing. */
+  key?: string;
 }
 
 export interface Incident {

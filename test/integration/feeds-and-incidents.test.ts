@@ -296,4 +296,29 @@ describe("incidents", () => {
     expect([a.status, b.status]).toEqual([201, 201]);
     expect(a.body.id).not.toBe(b.body.id);
   });
+
+  it("posts an update once per Idempotency-Key, even after the incident is resolved; another body under the key is 409", async () => {
+    const opened = await admin(gw.url, "/incidents", {
+      body: { title: "Retried update", message: "Looking." },
+    });
+    const path = `/incidents/${opened.body.id}/updates`;
+    const headers = { "idempotency-key": `update-${Date.now()}` };
+    const body = { status: "identified", message: "Found it." };
+    const first = await admin(gw.url, path, { body, headers });
+    const retry = await admin(gw.url, path, { body, headers });
+    expect([first.status, retry.status]).toEqual([200, 200]);
+    expect(retry.body).toEqual(first.body);
+    expect(retry.body.updates.map((u: { status: string }) => u.status)).toEqual([
+      "investigating",
+      "identified",
+    ]);
+    // The key is not shown: updates are what the page shows.
+    expect(Object.keys(retry.body.updates[1]).sort()).toEqual(["at", "message", "status"]);
+    const other = await admin(gw.url, path, { body: { ...body, message: "Another." }, headers });
+    expect([other.status, other.body.error?.code]).toEqual([409, "idempotency_conflict"]);
+    // A retry whose first attempt landed before the resolution is answered, not refused.
+    await admin(gw.url, `/incidents/${opened.body.id}/resolve`, { body: {} });
+    const late = await admin(gw.url, path, { body, headers });
+    expect([late.status, late.body.updates.length]).toEqual([200, 3]);
+  });
 });

@@ -221,7 +221,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Post an update to an open incident. */
+        /** Post an update to an open incident. With an Idempotency-Key header, a retry posts it once; the same key with another body is 409. */
         post: operations["postAdminIncidentsIdUpdates"];
         delete?: never;
         options?: never;
@@ -5022,7 +5022,10 @@ export interface operations {
     postAdminIncidentsIdUpdates: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Same key and body: posted once, a repeat answers the incident as kept; the same key with another body is 409. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5113,6 +5116,15 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
