@@ -187,12 +187,17 @@ export const failureReplayed = ({ code, message, param, retryAfter }: FailedAnsw
     ...(retryAfter ? { headers: { "Retry-After": retryAfter } } : {}),
   });
 
-/** A retry of a call served under its Idempotency-Key whose answer was not kept (IDEMPOTENCY_KEPT_BYTES). */
-export const answerNotKept = () =>
+/**
+ * A retry of a served call whose answer was not kept (IDEMPOTENCY_KEPT_BYTES), named by what made
+ * it the same call: its Idempotency-Key, a paid call's payment identifier, or the payment itself.
+ */
+export const answerNotKept = (
+  by: "Idempotency-Key" | "payment identifier" | "payment" = "Idempotency-Key",
+) =>
   new ApiError(
     "idempotency_answer_not_kept",
-    "The call sent with this Idempotency-Key was served and charged, but its answer was not kept: this account's answers kept for replays were at their limit. Nothing was charged for this request; send the call with a new key to run it again.",
-    { param: "Idempotency-Key" },
+    `The call sent with this ${by} was served and charged, but its answer was not kept: this account's answers kept for replays were at their limit. Nothing was charged for this request; ${by === "payment" ? "pay for the call with a new authorization" : "send the call with a new key"} to run it again.`,
+    { param: by === "Idempotency-Key" ? by : "payment" },
   );
 
 /** What a failed call leaves for the requests waiting on its Idempotency-Key. */

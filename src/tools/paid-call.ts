@@ -183,6 +183,9 @@ function stillCredited(
   payment: AcceptedPayment,
   keyed: boolean,
 ): ApiError {
+  // The same payment again, for a call served whose answer was not kept: it pays for nothing more.
+  if (err.code === "idempotency_answer_not_kept")
+    return answerNotKept(payment.clientKeyed ? "payment identifier" : "payment");
   const where = keyed ? "this API key's account" : "the paying wallet's account";
   if (err.code === "insufficient_credits") {
     const anew = payment.clientKeyed
@@ -272,7 +275,8 @@ async function claimCallKey(
   });
   if (claim.state === "started") return claim.requestId;
   if (claim.state === "completed") throw new AnsweredUnpaid(claim.response);
-  if (claim.state === "not_kept") throw answerNotKept();
+  if (claim.state === "not_kept")
+    throw answerNotKept(call.idempotencyKey ? "Idempotency-Key" : "payment identifier");
   // The call it waited on failed: the same answer, and nothing settled for this one.
   if (claim.state === "failed") throw failureReplayed(claim.failure);
   throw keyConflict(call);
