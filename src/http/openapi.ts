@@ -174,6 +174,7 @@ const AUTH_ERRORS: Record<string, ErrorCode[]> = {
     "missing_api_key",
     "invalid_api_key",
     "api_key_revoked",
+    "api_key_expired",
     "validation_failed",
     "invalid_json",
     "not_found",

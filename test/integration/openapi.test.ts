@@ -92,6 +92,47 @@ describe("GET /openapi.json", () => {
     expect(doc.paths["/api/v1/keys"].get.responses["415"]).toBeUndefined();
   });
 
+  it("documents every error code an operation answers on some operation; the rest belong to no operation", () => {
+    const documented = new Set(
+      Object.values(doc.paths).flatMap((ops: any) =>
+        Object.values(ops).flatMap((op: any) =>
+          Object.entries(op.responses ?? {}).flatMap(([status, answer]: [string, any]) =>
+            status.startsWith("4") || status.startsWith("5")
+              ? (answer.description ?? "").split(", ")
+              : [],
+          ),
+        ),
+      ),
+    );
+    // Answered by the HTTP layer before any route, by the load balancer, or by the dashboard's
+    // pages (outside this document); the README's error table lists them.
+    const noOperations = [
+      "bad_request",
+      "invalid_path",
+      "method_not_allowed",
+      "request_timeout",
+      "headers_too_large",
+      "expectation_failed",
+      "route_not_found",
+      "version_retired",
+      "internal_error",
+      "replica_failed",
+      "replica_timeout",
+      "session_required",
+      "csrf_failed",
+      "sso_sign_in_failed",
+      "sso_provider_unavailable",
+    ];
+    const codes = doc.components.schemas.Error.properties.error.properties.code.enum as string[];
+    expect(codes.filter((code) => !documented.has(code) && !noOperations.includes(code))).toEqual(
+      [],
+    );
+    const keyed = (path: string, method: string) =>
+      doc.paths[path][method].responses["401"].description.split(", ");
+    expect(keyed("/api/v1/keys", "get")).toContain("api_key_expired");
+    expect(keyed("/api/v1/account", "get")).toContain("api_key_expired");
+  });
+
   it("documents what POST /mcp answers: no key (x402) as the tool routes, 202, and JSON-RPC errors for an unreadable body", async () => {
     const op = doc.paths["/mcp"].post;
     expect(op.security).toEqual(doc.paths["/v1/tools/hash"].post.security);

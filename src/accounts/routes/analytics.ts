@@ -116,7 +116,7 @@ export const analytics = defineRoute({
   summary:
     "Pro and Business: calls, credits, errors and p50/p95 latency per UTC hour or day, optionally per tool, key or status, from the books; CSV with Accept: text/csv or format=csv.",
   auth: "key",
-  errors: ["feature_not_in_tier", "invalid_range", "analytics_not_enabled"],
+  errors: ["feature_not_in_tier", "invalid_range", "analytics_not_enabled", "books_unavailable"],
   query: analyticsQuery,
   response: analyticsSchema,
   alsoProduces: {

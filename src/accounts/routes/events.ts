@@ -13,7 +13,7 @@ export const listEvents = defineRoute({
   summary:
     "The account's events, newest first, paginated (keyset: next_cursor); filter by type and time. Read from the books (PostgreSQL) merged with the events not yet exported; without the books, the last 1,000.",
   auth: "key",
-  errors: ["invalid_range", "invalid_cursor"],
+  errors: ["invalid_range", "invalid_cursor", "books_unavailable"],
   query: z.strictObject({
     limit: queryInteger({ min: 1, max: 1000, default: 100 }),
     cursor: z.string().max(80).optional().describe("The next_cursor of the previous page."),

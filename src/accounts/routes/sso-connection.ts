@@ -48,7 +48,7 @@ export const putSsoConnection = defineRoute({
   auth: "key",
   // Single sign-on opens dashboard sessions, which manage keys: a limited key would lift its own limits.
   unrestrictedKey: true,
-  errors: ["feature_not_in_tier"],
+  errors: ["feature_not_in_tier", "sso_domain_taken"],
   body: z.strictObject({
     issuer: z.string().trim().min(1).max(2048),
     client_id: z.string().trim().min(1).max(255),

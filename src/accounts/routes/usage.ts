@@ -87,7 +87,7 @@ export const usage = defineRoute({
   summary:
     "The account's ledger: every credit change, newest first, paginated; filter by tool, key, kind and time; CSV with Accept: text/csv or format=csv.",
   auth: "key",
-  errors: ["invalid_range", "invalid_cursor"],
+  errors: ["invalid_range", "invalid_cursor", "books_unavailable"],
   query: usageQuery,
   response: listOf(ledgerEntryViewSchema),
   alsoProduces: {

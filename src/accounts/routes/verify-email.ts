@@ -13,6 +13,7 @@ export const verifyEmail = defineRoute({
     "The link in the verification e-mail: marks the address verified and adds 75 credits, once. A browser gets a page; Accept: application/json gets JSON.",
   auth: "public",
   limit: "verify-email",
+  errors: ["invalid_token"],
   response: z.object({
     account_id: z.string(),
     email_verified: z.literal(true),

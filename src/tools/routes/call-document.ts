@@ -78,6 +78,8 @@ export function callToolDocument(config: DocumentConfig): Record<string, Json> {
               "payment_invalid",
               "payment_already_used",
               "payment_pending",
+              "chain_unavailable",
+              "store_unavailable",
             ]),
           },
         },

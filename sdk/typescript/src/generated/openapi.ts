@@ -2785,7 +2785,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2917,7 +2917,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3069,7 +3069,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3185,7 +3185,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3311,7 +3311,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3331,6 +3331,15 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description sso_domain_taken */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3435,7 +3444,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3540,7 +3549,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6105,7 +6114,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6169,7 +6178,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description store_unavailable */
+            /** @description store_unavailable, books_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -6269,7 +6278,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6437,7 +6446,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6593,7 +6602,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6613,6 +6622,15 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description tool_name_taken */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6739,7 +6757,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6848,7 +6866,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6971,7 +6989,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7017,7 +7035,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description store_unavailable */
+            /** @description store_unavailable, books_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -7098,7 +7116,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7238,7 +7256,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7391,7 +7409,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7549,7 +7567,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7748,7 +7766,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7938,7 +7956,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8295,7 +8313,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8341,7 +8359,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description store_unavailable */
+            /** @description store_unavailable, books_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -8388,7 +8406,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_json */
+            /** @description invalid_json, invalid_token */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8731,7 +8749,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8840,7 +8858,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8962,7 +8980,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9071,7 +9089,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9192,7 +9210,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9338,7 +9356,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9470,7 +9488,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11040,7 +11058,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -11254,7 +11272,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -11452,7 +11470,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -11654,7 +11672,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -11861,7 +11879,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -12069,7 +12087,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -12272,7 +12290,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -12471,7 +12489,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -12672,7 +12690,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -12874,7 +12892,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -13092,7 +13110,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -13414,7 +13432,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -13622,7 +13640,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -13824,7 +13842,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -14038,7 +14056,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -14249,7 +14267,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -14447,7 +14465,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -14642,7 +14660,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -14847,7 +14865,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -15043,7 +15061,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -15244,7 +15262,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -15438,7 +15456,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -15623,7 +15641,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -15829,7 +15847,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -16037,7 +16055,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -16263,7 +16281,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -16479,7 +16497,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -16682,7 +16700,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -16877,7 +16895,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -17066,7 +17084,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -17275,7 +17293,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -17467,7 +17485,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -17652,7 +17670,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -17853,7 +17871,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -18047,7 +18065,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -18245,7 +18263,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -18457,7 +18475,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -18671,7 +18689,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -18865,7 +18883,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -19065,7 +19083,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -19260,7 +19278,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -19461,7 +19479,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -19662,7 +19680,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -19874,7 +19892,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -20067,7 +20085,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -20278,7 +20296,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -20482,7 +20500,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -20688,7 +20706,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -20884,7 +20902,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -21084,7 +21102,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -21281,7 +21299,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -21484,7 +21502,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -21678,7 +21696,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -21875,7 +21893,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -22072,7 +22090,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -22271,7 +22289,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -22473,7 +22491,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -22675,7 +22693,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -22870,7 +22888,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -23082,7 +23100,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -23302,7 +23320,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -23498,7 +23516,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -23694,7 +23712,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -23885,7 +23903,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending */
+            /** @description tool_unavailable, worker_unavailable, worker_pool_busy, shutting_down, payment_pending, chain_unavailable, store_unavailable */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying; absent on tool_unavailable, which a retry does not mend. */
@@ -23957,7 +23975,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -24205,7 +24223,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_api_key, invalid_api_key, api_key_revoked */
+            /** @description missing_api_key, invalid_api_key, api_key_revoked, api_key_expired */
             401: {
                 headers: {
                     [name: string]: unknown;

@@ -24,7 +24,7 @@ export const createCustomTool = defineRoute({
   limit: "custom-tool-register",
   // Where the account's calls (and their inputs) go: a limited key may call tools, not move them.
   unrestrictedKey: true,
-  errors: ["feature_not_in_tier"],
+  errors: ["feature_not_in_tier", "tool_name_taken"],
   successStatus: 201,
   body: customToolBody,
   response: customToolViewSchema.extend({
