@@ -110,7 +110,9 @@ export function developmentBanner(
       `    CHAIN_RPC_URL=${chainRpcUrl} TOOLGATE_URL=${base} npm run pay -- hash '{"text":"hello"}'\n`
     : config.x402
       ? `  x402: on (${config.x402.networks.map((n) => n.name).join(", ")})\n`
-      : "  x402: off (no local chain: install Foundry's anvil or set ANVIL_BINARY)\n";
+      : config.devChain
+        ? "  x402: off (no local chain: install Foundry's anvil or set ANVIL_BINARY)\n"
+        : "  x402: off (DEV_CHAIN=0: no local chain started)\n";
   return (
     `\nToolgate is running in development mode at ${base}.\n` +
     `  State: ${describeStore(config)}.\n` +
