@@ -72,6 +72,7 @@ const KEY_COUNTS = {
   "rate-limit": 1,
   "idempotency-begin": 1,
   "idempotency-complete": 2,
+  "idempotency-release": 1,
   "idempotent-admit": 8,
   "webhook-add": 1,
   "webhook-rotate": 1,

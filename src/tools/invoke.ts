@@ -103,6 +103,11 @@ export async function invokeTool(
   // The key's claim and the call's admission in one round trip (the store's admitIdempotent),
   // again while another request with this key is executing.
   let claimedAt = Date.now();
+  // A duplicate that finds the call under its key running is counted when it arrives, as every
+  // request is (refused at once over the limit), not once the answer it waits for comes: the
+  // requests waiting were never refused, however many one account sent. Its window as counted then.
+  let countedOnArrival: Admitted | null = null;
+  let counting = call;
   const admission = await whileInProgress(
     claim.leaseMs,
     async (awaiting) => {
@@ -110,7 +115,7 @@ export async function invokeTool(
       claimedAt = Date.now();
       try {
         return await services.store.admitIdempotent(
-          admitRequest(call, "tool call", tool.cost),
+          admitRequest(counting, "tool call", tool.cost),
           idempotencyKey,
           { ...claim, awaiting },
         );
@@ -125,13 +130,18 @@ export async function invokeTool(
       }
     },
     (result) => result.claim,
+    async () => {
+      if (call.counted) return;
+      countedOnArrival = await checkCaller(services, call);
+      counting = { ...call, counted: true };
+    },
   );
   const state = admission.claim;
   if (state.state === "started") {
     // Executed under the claim's request id: the debit is idempotent per request id, so a retry
     // that takes over the claim of a process that died mid-call is not charged a second time.
     const running = {
-      ...call,
+      ...counting,
       requestId: state.requestId,
       idempotencyTtlSeconds: ttlSeconds,
       claimHeldUntil: claimedAt + claim.leaseMs,
@@ -146,7 +156,10 @@ export async function invokeTool(
       idempotencyKey,
     );
   }
-  const caller = await checkCaller(services, call);
+  const checked = await checkCaller(services, counting);
+  const caller: Admitted = countedOnArrival
+    ? { ...checked, headers: (countedOnArrival as Admitted).headers }
+    : checked;
   if (state.state === "completed") return replayOf(state.response, caller);
   if (state.state === "not_kept") throw answerNotKept().withHeaders(caller.headers);
   if (state.state === "failed") throw failureReplayed(state.failure).withHeaders(caller.headers);
@@ -167,18 +180,26 @@ async function whileInProgress<T>(
   leaseMs: number,
   attempt: (awaiting: string | undefined) => Promise<T>,
   claimOf: (result: T) => IdempotencyState,
+  onFirstWait?: () => Promise<void>,
 ): Promise<T> {
   const deadline = Date.now() + leaseMs;
   let awaiting: string | undefined;
-  for (;;) {
+  for (let looks = 0; ; looks++) {
     const result = await attempt(awaiting);
     const claim = claimOf(result);
     if (claim.state !== "in_progress") return result;
+    if (awaiting === undefined) await onFirstWait?.();
     awaiting = claim.requestId;
     if (Date.now() > deadline) throw stillInProgress();
-    await new Promise((r) => setTimeout(r, IDEMPOTENCY_POLL_MS));
+    await new Promise((r) => setTimeout(r, pollDelayMs(looks)));
   }
 }
+
+/**
+ * 25 ms, doubling to at most 400 ms: a short call's copies are answered at once, and a long one's
+ * (an AI tool's lease is minutes) do not ask the store 40 times a second each while they wait.
+ */
+const pollDelayMs = (looks: number) => Math.min(IDEMPOTENCY_POLL_MS * 2 ** looks, 400);
 
 /** The answer of the execution a request waited on, which failed (and was refunded): the same refusal. */
 export const failureReplayed = ({ code, message, param, retryAfter }: FailedAnswer) =>
@@ -289,10 +310,11 @@ async function execute(
     // The store went away mid-admission: the debit may have happened without us hearing of it.
     // Refund it (a no-op if it never happened) as soon as the store answers again.
     if (err instanceof StoreUnavailableError) refundWhenBack(services, refundOf(call));
-    // Refused (credits, rate limit, key): a retry with the same Idempotency-Key may run.
+    // A takeover (the only call here with a key) refused (credits, rate limit, key): the claim
+    // keeps the request id its first attempt may have been charged under, free for the next retry.
     else if (idempotencyKey)
       await services.store
-        .abandonIdempotent(call.key.accountId, idempotencyKey)
+        .releaseIdempotent(call.key.accountId, idempotencyKey)
         .catch(() => undefined);
     throw err;
   }

@@ -1576,6 +1576,38 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     expect(await store.completeIdempotent(b.id, "first", answer(501), keep)).toBe(true);
   });
 
+  it("releases a claim's lease for the next retry, keeping its request id; never a completed or gone record", async () => {
+    const a = await account();
+    const claim = (requestId: string) => ({
+      fingerprint: "fp",
+      requestId,
+      leaseMs: 60_000,
+      ttlSeconds: 60,
+    });
+    await store.beginIdempotent(a.id, "held", claim("req_first"));
+    expect(await store.beginIdempotent(a.id, "held", claim("req_waiting"))).toEqual({
+      state: "in_progress",
+      requestId: "req_first",
+    });
+    await store.releaseIdempotent(a.id, "held");
+    expect(await store.beginIdempotent(a.id, "held", claim("req_retry"))).toEqual({
+      state: "started",
+      requestId: "req_first",
+    });
+    const response = { status: 200, body: "{}", headers: {} };
+    await store.completeIdempotent(a.id, "held", response, KEEP_60S);
+    await store.releaseIdempotent(a.id, "held");
+    expect(await store.beginIdempotent(a.id, "held", claim("req_late"))).toEqual({
+      state: "completed",
+      response,
+    });
+    await store.releaseIdempotent(a.id, "never-claimed");
+    expect(await store.beginIdempotent(a.id, "never-claimed", claim("req_new"))).toEqual({
+      state: "started",
+      requestId: "req_new",
+    });
+  });
+
   it("claims an idempotency key once, replays its response, and refuses another fingerprint", async () => {
     const a = await account();
     const claim = (fingerprint: string, requestId = newRequestId(), leaseMs = 5000) => ({

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,6 +13,7 @@ import {
   type TestGateway,
 } from "../helpers/gateway.js";
 import { startFakeLlm } from "../helpers/fake-providers.js";
+import { callFingerprint } from "../../src/tools/invoke.js";
 import { callToolOverMcp } from "../helpers/mcp.js";
 import { readServerTiming } from "../helpers/server-timing.js";
 
@@ -459,6 +461,41 @@ describe("Idempotency-Key", () => {
     expect(await balanceOf(gw.url, key)).toBe(89);
   });
 
+  it("counts each duplicate when it arrives: over the tier's limit, copies are refused at once, not once the call they wait for answers", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100, "free");
+    llm.state.delayMs = 1_500;
+    try {
+      const headers = { "idempotency-key": `counted-${Date.now()}` };
+      const first = callTool(gw.url, key, "ai-generate", { prompt: "slow" }, headers).then(
+        (res) => ({ res, at: Date.now() }),
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      const copies = await Promise.all(
+        Array.from({ length: 70 }, () =>
+          callTool(gw.url, key, "ai-generate", { prompt: "slow" }, headers).then((res) => ({
+            res,
+            at: Date.now(),
+          })),
+        ),
+      );
+      const answered = (await first).at;
+      const refused = copies.filter(({ res }) => res.status === 429);
+      // Free: 60 a minute, the first call one of them.
+      expect(refused).toHaveLength(11);
+      for (const { at } of refused) expect(at).toBeLessThan(answered);
+      const replays = copies.filter(({ res }) => res.status === 200);
+      expect(replays).toHaveLength(59);
+      // Each states the window as it was counted on arrival: 59 different places in it.
+      expect(new Set(replays.map(({ res }) => res.headers.get("ratelimit-remaining"))).size).toBe(
+        59,
+      );
+    } finally {
+      llm.state.delayMs = 0;
+    }
+    // Charged once (its window is spent: read from the store).
+    expect((await gw.services.store.getAccount(accountId))!.balance).toBe(90);
+  });
+
   it("refuses the same key with another body (409), and keys are per account", async () => {
     const { key } = await fundedAccount(gw.url, 100);
     const other = await fundedAccount(gw.url, 100);
@@ -504,6 +541,51 @@ describe("Idempotency-Key", () => {
       clearTimeout(letGo);
       store.completeIdempotent = complete;
     }
+    expect(await balanceOf(gw.url, key)).toBe(99);
+  });
+
+  it("leaves a dead process's claim to the next retry when a takeover is refused: the retry that runs is not charged again", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 100);
+    const other = (await call(`${gw.url}/api/v1/keys`, { method: "POST", key, body: {} })).body;
+    const { store } = gw.services;
+    const idempotencyKey = `takeover-${Date.now()}`;
+    const input = { text: "taken over" };
+    const keyHash = createHash("sha256").update(other.key).digest("hex");
+    // A process claimed the key and was charged, then died: its lease (100 ms) runs out.
+    const died = await store.admitIdempotent(
+      {
+        accountId,
+        keyHash,
+        cost: 1,
+        requestId: "req_died_mid_call",
+        tool: "hash",
+        reason: "tool call",
+      },
+      idempotencyKey,
+      {
+        fingerprint: callFingerprint("hash", input),
+        requestId: "req_died_mid_call",
+        leaseMs: 100,
+        ttlSeconds: 60,
+      },
+    );
+    expect(died.admitted).toMatchObject({ status: "ok", charged: true });
+    await new Promise((r) => setTimeout(r, 150));
+    const limit = (tools: string[] | null) =>
+      call(`${gw.url}/api/v1/keys/${other.id}`, {
+        method: "PATCH",
+        key,
+        body: { allowed_tools: tools },
+      });
+    const headers = { "idempotency-key": idempotencyKey };
+    // The retry that takes the claim over is refused (here: its key may no longer call the tool)…
+    expect((await limit(["id-generate"])).status).toBe(200);
+    const refused = await callTool(gw.url, other.key, "hash", input, headers);
+    expect([refused.status, refused.body.error?.code]).toEqual([403, "tool_not_allowed"]);
+    // …and the next one runs the call on the first attempt's debit.
+    expect((await limit(null)).status).toBe(200);
+    const retry = await callTool(gw.url, other.key, "hash", input, headers);
+    expect([retry.status, retry.body.algorithm]).toEqual([200, "sha256"]);
     expect(await balanceOf(gw.url, key)).toBe(99);
   });
 

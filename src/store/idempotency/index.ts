@@ -31,4 +31,11 @@ export interface IdempotencyStore {
   ): Promise<boolean>;
   /** Forgets an execution that failed without a result worth replaying, so a retry runs again. */
   abandonIdempotent(accountId: string, key: string): Promise<void>;
+  /**
+   * Ends the lease of a claim taken over from a process that died, whose retry was refused (rate
+   * limit, key, credits): the claim keeps the request id its first attempt may have been charged
+   * under, so the next retry takes it over at once and is not charged again. Forgetting it
+   * instead let the next retry run under a new request id, charged a second time.
+   */
+  releaseIdempotent(accountId: string, key: string): Promise<void>;
 }

@@ -79,5 +79,11 @@ export function memoryIdempotency(state: MemoryState): IdempotencyStore {
     async abandonIdempotent(accountId: string, key: string) {
       state.idempotency.delete(idempotencyId(accountId, key));
     },
+
+    async releaseIdempotent(accountId: string, key: string) {
+      const record = state.idempotency.get(idempotencyId(accountId, key));
+      // As in Lua (idempotency-release): only a claim still in progress.
+      if (record && !record.response && !record.notKept && !record.failure) record.leaseUntil = 0;
+    },
   };
 }

@@ -40,5 +40,9 @@ export function redisIdempotency({ redis, call, script }: RedisContext): Idempot
     async abandonIdempotent(accountId: string, key: string): Promise<void> {
       await call(() => redis.del(redisKey.idempotency(accountId, key)));
     },
+
+    async releaseIdempotent(accountId: string, key: string): Promise<void> {
+      await script("idempotency-release", [redisKey.idempotency(accountId, key)], []);
+    },
   };
 }
