@@ -640,7 +640,7 @@ describe("answers kept for Idempotency-Key replays (IDEMPOTENCY_KEPT_BYTES)", ()
     } finally {
       await kept.stop();
     }
-  });
+  }, 30_000);
 });
 
 describe("priority queue", () => {
