@@ -109,8 +109,15 @@ export function mcpRouter(services: Services): Router {
           requests,
         });
         // A tier without MCP is refused it (403) before anything else the admission says, a
-        // rate limit included: retrying later would not help. Its batch counted one request.
-        if ("account" in outcome && outcome.account) requireFeature(outcome.account.tier, "mcp");
+        // rate limit included: retrying later would not help. Its batch counted one request, in
+        // the account's window, which the 403 shows: so no other limiter counts it again.
+        if ("account" in outcome && outcome.account) {
+          try {
+            requireFeature(outcome.account.tier, "mcp");
+          } catch (err) {
+            throw (err as ApiError).withHeaders(rateLimitHeaders(outcome.rate));
+          }
+        }
         caller = admitted(outcome);
       } catch (err) {
         if (!refusedAsToolResult(req, res, err)) throw err;

@@ -326,6 +326,30 @@ describe("before MCP runs", () => {
     ).toEqual([403, "feature_not_in_tier"]);
   });
 
+  it("counts a Free key's 403 in the account's window only, and shows that window", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    const from = { "x-forwarded-for": "198.51.100.201" }; // an address of its own
+    const windowOf = (headers: Headers) =>
+      [headers.get("ratelimit-policy"), headers.get("ratelimit-remaining")].join(" ");
+    const before = await call(`${gw.url}/api/v1/account`, { key, headers: from });
+    const left = Number(before.headers.get("ratelimit-remaining"));
+    const refusals = [];
+    for (let i = 1; i <= 3; i++) {
+      const { status, headers } = await postMcp(
+        gw.url,
+        key,
+        { jsonrpc: "2.0", id: i, method: "tools/list" },
+        { headers: from },
+      );
+      refusals.push(`${status} ${windowOf(headers)}`);
+    }
+    // The account's window (60 a minute), one request each, not the address's anonymous one.
+    expect(refusals).toEqual([1, 2, 3].map((n) => `403 60;w=60 ${left - n}`));
+    // …which counted none of them: the address's first request without credentials leaves 599.
+    const anonymous = await call(`${gw.url}/v1/tools/categories`, { headers: from });
+    expect(windowOf(anonymous.headers)).toBe("600;w=60 599");
+  });
+
   it("rejects a foreign Host header (DNS rebinding)", async () => {
     const { key } = await fundedAccount(gw.url, 100, "starter");
     const { request } = await import("node:http");
