@@ -70,6 +70,16 @@ export function mcpRouter(services: Services): Router {
         }
         const limit = TIERS.free.requestsPerMinute;
         const messages = Array.isArray(req.body) ? Math.max(1, req.body.length) : 1;
+        // A batch larger than the whole window would never fit in it: a 429 would send the client
+        // back after Retry-After, forever. It is refused as a batch the door does not serve, like
+        // one past the SDK's cap (batches.ts), counted only by the anonymous limit above.
+        if (messages > limit) {
+          refuseBatch(
+            res,
+            `Invalid Request: Batch must not exceed ${limit} messages without an API key (at most ${limit} MCP messages a minute per client address)`,
+          );
+          return;
+        }
         const hit = await services.store.hitRateLimit(
           `mcp:${countedAddress(req.ip)}`,
           limit,
@@ -149,9 +159,7 @@ export function mcpRouter(services: Services): Router {
   const batchChecked: RequestHandler = (req, res, next) => {
     const batch = checkBatch(req.body);
     if ("refused" in batch) {
-      res
-        .status(400)
-        .json({ jsonrpc: "2.0", error: { code: -32600, message: batch.refused }, id: null });
+      refuseBatch(res, batch.refused);
       return;
     }
     res.locals.mcpBody = batch.body;
@@ -167,6 +175,11 @@ export function mcpRouter(services: Services): Router {
   allowOn(router, "/", ["POST"]);
   router.use(jsonRpcBodyErrors);
   return router;
+}
+
+/** A batch the door does not serve, refused whole before anything of it runs: -32600, 400. */
+function refuseBatch(res: Response, message: string): void {
+  res.status(400).json({ jsonrpc: "2.0", error: { code: -32600, message }, id: null });
 }
 
 /** A body that cannot be read, answered as a JSON-RPC error with the same HTTP status. */
@@ -260,7 +273,7 @@ export const mcpDocument = (): Record<string, Json> => ({
           [
             [
               "400",
-              "The body is not JSON (-32700), cannot be read, or is not a valid JSON-RPC message or batch (-32600; a batch must not repeat a request id).",
+              `The body is not JSON (-32700), cannot be read, or is not a valid JSON-RPC message or batch (-32600; a batch must not repeat a request id, nor, without an API key, hold more than ${TIERS.free.requestsPerMinute} messages).`,
             ],
             [
               "406",

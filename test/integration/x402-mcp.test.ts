@@ -13,6 +13,7 @@ import { describe, expect, it } from "vitest";
 import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { fundedAccount } from "../helpers/gateway.js";
+import { rpcMessagesOf } from "../helpers/mcp.js";
 import {
   PAY_TO,
   authorizationUsed,
@@ -434,6 +435,45 @@ describe("refusals before money moves", () => {
       limited.text.includes('"isError":true'),
       limited.text.includes("rate_limited"),
     ]).toEqual([200, true, "0", true, true]);
+  }, 30_000);
+
+  it("refuses a keyless batch larger than the whole per-address limit as a batch it does not serve, not a 429 to retry", async () => {
+    const from = { "x-forwarded-for": "203.0.113.79" }; // an address of its own, fresh
+    const post = async (messages: number) => {
+      const res = await fetch(`${setup.gw.url}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-03-26",
+          ...from,
+        },
+        body: JSON.stringify(
+          Array.from({ length: messages }, (_, i) => ({
+            jsonrpc: "2.0",
+            id: i + 1,
+            method: "ping",
+          })),
+        ),
+      });
+      return {
+        status: res.status,
+        retryAfter: res.headers.get("retry-after"),
+        text: await res.text(),
+      };
+    };
+    // 61 messages can never fit in 60 a minute: waiting would not help, so no Retry-After.
+    const tooLarge = await post(61);
+    expect([tooLarge.status, tooLarge.retryAfter]).toEqual([400, null]);
+    expect(JSON.parse(tooLarge.text)).toMatchObject({
+      jsonrpc: "2.0",
+      error: { code: -32600, message: expect.stringContaining("60 messages") },
+      id: null,
+    });
+    // It counted none of the 60: a batch of 60 is then served whole.
+    const whole = await post(60);
+    expect(whole.status).toBe(200);
+    expect(rpcMessagesOf(whole.text).filter((m) => m.result !== undefined)).toHaveLength(60);
   }, 30_000);
 
   it("answers a lone keyless tools/call over the address's anonymous limit as a readable rate_limited result too", async () => {
