@@ -9954,7 +9954,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The body is not JSON (-32700), cannot be read, or is not a valid JSON-RPC message or batch (-32600; a batch must not repeat a request id). */
+            /** @description The body is not JSON (-32700), cannot be read, or is not a valid JSON-RPC message or batch (-32600; a batch must not repeat a request id, nor, without an API key, hold more than 60 messages). */
             400: {
                 headers: {
                     [name: string]: unknown;
