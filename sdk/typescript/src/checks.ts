@@ -1,8 +1,9 @@
 /**
  * What the client refuses before sending anything (`invalid_argument`, status 0), the Python
  * library's rules too (sdk/python/src/toolgate/_checks.py): a key or header that cannot be sent
- * as an HTTP header, an Idempotency-Key the gateway would not take, a base URL holding a user name
- * or password, a timeout no timer can keep. Messages never hold an API key or a password.
+ * as an HTTP header, an Idempotency-Key the gateway would not take, a base URL that is not an
+ * http(s) URL or holds white space, a user name or password, a timeout no timer can keep.
+ * Messages never hold an API key or a password.
  */
 import { ToolgateError } from "./errors.js";
 
@@ -94,11 +95,49 @@ export function redactUrl(text: string): string {
   return `${text.slice(0, Math.min(scheme, at))}***${text.slice(at)}`;
 }
 
-/** The base URL, refused when it holds a user name or password (fetch refuses every request to one). */
-export function checkNoUserinfo(url: URL, name: string): void {
-  if (url.username || url.password)
+/**
+ * White space and control characters, none of which a base URL holds but by a slip (a pasted line
+ * break, a space in a path). The parsers differ on them (fetch's URL drops a tab or line break and
+ * encodes a space; Python's urlsplit drops the first, and httpx then refuses the URL it was given),
+ * so one inside the URL is refused rather than repaired either way.
+ */
+const NOT_IN_A_BASE_URL =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing them is the point
+  /[\x00-\x20\x7f-\x9f\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]/;
+
+/** The library's advice on a base URL with a password, which the CLI (no fetch to give) leaves out. */
+export const PROXY_ADVICE = "; put a proxy's credentials in your fetch instead";
+
+/**
+ * The base URL requests are sent to, checked once when the client is made (the CLI's --base-url
+ * too), as the Python library's (sdk/python/src/toolgate/_checks.py normalise_base_url): surrounding
+ * spaces, tabs and line breaks removed, as from an API key (a value read from an env file ends with
+ * a newline); refused unless it is `http(s)://` and a host, with no white space or control
+ * character inside, and no user name or password (fetch refuses every request to one).
+ */
+export function normaliseBaseUrl(text: string, name: string): string {
+  const trimmed = trimHeaderValue(String(text));
+  const got = JSON.stringify(redactUrl(trimmed));
+  let url: URL | undefined;
+  try {
+    url = new URL(trimmed); // not URL.canParse: older browsers and runtimes lack it
+  } catch {}
+  // "http:host" parses in fetch's URL but not in Python's: the slashes are required of both.
+  if (!url || !/^https?:\/\//i.test(trimmed))
     throw invalid(
-      `${name} must not hold a user name or password (got ${redactUrl(url.href)}): the gateway takes an API key; put a proxy's credentials in your fetch instead.`,
+      `${name} must be an http(s) URL such as https://toolgate.example (got ${got}).`,
       name,
     );
+  const bad = trimmed.search(NOT_IN_A_BASE_URL);
+  if (bad !== -1)
+    throw invalid(
+      `${name} must not hold white space or control characters (got ${got}, one at position ${bad + 1}); write a space in a path as %20.`,
+      name,
+    );
+  if (url.username || url.password)
+    throw invalid(
+      `${name} must not hold a user name or password (got ${got}): the gateway takes an API key${PROXY_ADVICE}.`,
+      name,
+    );
+  return trimmed;
 }

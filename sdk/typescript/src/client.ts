@@ -1,12 +1,5 @@
 /** `new Toolgate({...})`: the client, its options and their defaults from the environment. */
-import {
-  checkNoUserinfo,
-  checkTimeoutMs,
-  normaliseApiKey,
-  normaliseHeaders,
-  redactUrl,
-} from "./checks.js";
-import { ToolgateError } from "./errors.js";
+import { checkTimeoutMs, normaliseApiKey, normaliseBaseUrl, normaliseHeaders } from "./checks.js";
 import { WalletPayer, type SpendingLimits, type WalletAccount } from "./payments.js";
 import { Account, Keys, Usage } from "./resources/account.js";
 import { Tools } from "./resources/tools.js";
@@ -50,22 +43,13 @@ export class Toolgate {
 
   constructor(options: ToolgateOptions = {}) {
     // An empty baseUrl is unset, as in Python (`base_url or …`): not a URL every request would fail on.
-    this.baseUrl = options.baseUrl || env("TOOLGATE_BASE_URL") || DEFAULT_BASE_URL;
     // Checked here, once: a URL without its scheme (`api.toolgate.example`, the usual slip in
-    // TOOLGATE_BASE_URL) would otherwise fail every request with a bare TypeError naming nothing.
-    const from = options.baseUrl ? "baseUrl" : "TOOLGATE_BASE_URL";
-    let url: URL | undefined;
-    try {
-      url = new URL(this.baseUrl); // not URL.canParse: older browsers and runtimes lack it
-    } catch {}
-    if (url?.protocol !== "http:" && url?.protocol !== "https:")
-      throw new ToolgateError({
-        status: 0,
-        code: "invalid_argument",
-        message: `${from} must be an http(s) URL such as https://toolgate.example (got ${JSON.stringify(redactUrl(this.baseUrl))}).`,
-      });
-    // user:password@ would be refused by fetch on every request, as a "lost connection" quoting it.
-    checkNoUserinfo(url, from);
+    // TOOLGATE_BASE_URL) or with a line break pasted after it would otherwise fail every request
+    // with a bare TypeError naming nothing.
+    this.baseUrl = normaliseBaseUrl(
+      options.baseUrl || env("TOOLGATE_BASE_URL") || DEFAULT_BASE_URL,
+      options.baseUrl ? "baseUrl" : "TOOLGATE_BASE_URL",
+    );
     checkTimeoutMs(options.timeoutMs);
     const apiKey =
       options.apiKey !== undefined

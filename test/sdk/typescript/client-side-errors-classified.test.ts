@@ -92,3 +92,99 @@ describe("the CLI", () => {
     expect(err.join("\n")).not.toContain("def0123456789");
   });
 });
+
+describe("a base URL", () => {
+  // An env file's line break, a pasted space: fetch's URL trimmed it when the client checked it,
+  // and the client kept the raw string, so every request threw a bare TypeError (Invalid URL).
+  const ACCOUNT = {
+    id: "acct_1",
+    email: null,
+    email_verified: false,
+    tier: "free",
+    credits: 10,
+    credits_low_threshold: 2,
+    rate_limit_per_minute: 60,
+    features: [],
+  };
+
+  it.each(["\n", "\r\n", " ", "\t"])(
+    "with white space around it (%j) is trimmed, as around an API key: the request is sent",
+    async (space) => {
+      server = await scriptedServer(() => ({ status: 200, body: ACCOUNT }));
+      const client = new Toolgate({
+        apiKey: "tg_test_key",
+        baseUrl: `${space}${server.url}${space}`,
+      });
+      expect(client.baseUrl).toBe(server.url);
+      expect((await client.account.get()).id).toBe("acct_1");
+      process.env.TOOLGATE_BASE_URL = `${server.url}${space}`;
+      try {
+        expect((await new Toolgate({ apiKey: "tg_test_key" }).account.get()).id).toBe("acct_1");
+      } finally {
+        delete process.env.TOOLGATE_BASE_URL;
+      }
+      expect(server.received.map((r) => r.url)).toEqual(["/api/v1/account", "/api/v1/account"]);
+    },
+  );
+
+  it.each([
+    ["http://127.0.0.1:9/a b", 21],
+    ["http://127.0.0.1:9/a\tb", 21],
+    ["http://127.0.0.1:9\n/gw", 19],
+    ["http://127.0.0.1:9/\u00a0gw", 20],
+  ])(
+    "with white space inside it (%j) is refused when the client is made, naming where",
+    (baseUrl, position) => {
+      let error: unknown;
+      try {
+        new Toolgate({ apiKey: "tg_test_key", baseUrl });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ToolgateError);
+      expect(error).toMatchObject({ status: 0, code: "invalid_argument", param: "baseUrl" });
+      expect((error as Error).message).toBe(
+        `baseUrl must not hold white space or control characters (got ${JSON.stringify(baseUrl)}, one at position ${position}); write a space in a path as %20.`,
+      );
+    },
+  );
+
+  it.each(["http:127.0.0.1:8402", "http:/127.0.0.1:8402", "http://127.0.0.1:99999"])(
+    "%j, which Python's urlsplit or httpx cannot use, is refused as not an http(s) URL, as there",
+    (baseUrl) => {
+      let error: unknown;
+      try {
+        new Toolgate({ apiKey: "tg_test_key", baseUrl });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toMatchObject({
+        status: 0,
+        code: "invalid_argument",
+        param: "baseUrl",
+        message: `baseUrl must be an http(s) URL such as https://toolgate.example (got ${JSON.stringify(baseUrl)}).`,
+      });
+    },
+  );
+
+  it("in the CLI: white space around it, trimmed and the command run; inside it, a usage error (exit 2) with no stack", async () => {
+    server = await scriptedServer(() => ({ status: 200, body: ACCOUNT }));
+    process.env.TOOLGATE_API_KEY = "tg_test_key";
+    const err: string[] = [];
+    const io = { out: () => undefined, err: (t: string) => err.push(t) };
+    try {
+      expect(await run(["account", "--json", "--base-url", `${server.url} `], io)).toBe(0);
+      process.env.TOOLGATE_BASE_URL = `${server.url}\n`;
+      expect(await run(["account", "--json"], io)).toBe(0);
+      expect(err).toEqual([]);
+      expect(await run(["account", "--base-url", `${server.url}/a b`], io)).toBe(2);
+    } finally {
+      delete process.env.TOOLGATE_API_KEY;
+      delete process.env.TOOLGATE_BASE_URL;
+    }
+    expect(err).toEqual([
+      `toolgate: --base-url must not hold white space or control characters (got "${server.url}/a b", one at position ${server.url.length + 3}); write a space in a path as %20`,
+    ]);
+    expect(server.received).toHaveLength(2);
+  });
+});

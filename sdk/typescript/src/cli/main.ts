@@ -7,7 +7,13 @@
  */
 import { readFile } from "node:fs/promises";
 import { privateKeyToAccount } from "viem/accounts";
-import { MAX_TIMEOUT_MS, checkIdempotencyKey, redactUrl } from "../checks.js";
+import {
+  MAX_TIMEOUT_MS,
+  PROXY_ADVICE,
+  checkIdempotencyKey,
+  normaliseBaseUrl,
+  redactUrl,
+} from "../checks.js";
 import { DEFAULT_BASE_URL, Toolgate } from "../client.js";
 import { ToolgateError } from "../errors.js";
 import { ALLOW_ASSET_ADVICE, DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../payments.js";
@@ -125,23 +131,24 @@ function baseUrlOf(parsed: Parsed, stored: { base_url?: string }): string | unde
       ? ["TOOLGATE_BASE_URL", process.env.TOOLGATE_BASE_URL]
       : ["the stored login", stored.base_url];
   if (url === undefined) return undefined;
-  const parsedUrl = URL.canParse(url) ? new URL(url) : null;
-  if (!parsedUrl || !["http:", "https:"].includes(parsedUrl.protocol))
-    throw new UsageError(
-      `${from} must be an http(s) URL such as https://toolgate.example (got "${redactUrl(url)}")`,
-    );
-  if (parsedUrl.username || parsedUrl.password)
-    throw new UsageError(
-      `${from} must not hold a user name or password (got "${redactUrl(url)}"): the gateway takes an API key`,
-    );
+  // The library's rules, so that the CLI takes what the library takes (a URL with a newline pasted
+  // after it, trimmed); the library's words, without its advice on fetch, which the CLI has none of.
+  let base = url;
+  try {
+    base = normaliseBaseUrl(url, from);
+  } catch (error) {
+    if (error instanceof ToolgateError)
+      throw new UsageError(error.message.replace(PROXY_ADVICE, "").replace(/\.$/, ""));
+    throw error;
+  }
   // The client joins each request's path onto the base URL, which drops a query or fragment and
   // the path before it: `http://h/gw?x=1` would send to http://h/v1/…, outside the gateway at
   // /gw, and would count as that gateway for the stored login's key.
-  if (parsedUrl.search || parsedUrl.hash || /[?#]/.test(url))
+  if (/[?#]/.test(base))
     throw new UsageError(
-      `${from} must not hold a query (?…) or fragment (#…) (got "${redactUrl(url)}"): give the gateway's address alone, such as https://toolgate.example/gw`,
+      `${from} must not hold a query (?…) or fragment (#…) (got "${redactUrl(base)}"): give the gateway's address alone, such as https://toolgate.example/gw`,
     );
-  return url;
+  return base;
 }
 
 /** A base URL as one gateway: origin and path, whatever trailing slashes; null when not a URL. */
