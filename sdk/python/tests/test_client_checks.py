@@ -4,8 +4,9 @@ headers-option-replaces-defaults.test.ts, client-side-errors-classified.test.ts)
 Idempotency-Key the gateway would not take (never dropped nor replaced while the call is
 retried), an API key a header cannot carry (refused naming its position, never the key; one read
 from a file is sent without its newline), a base URL with user:password@ (refused without the
-password), a header HTTP does not allow, a timeout no timer can keep. And the ``headers`` option
-replaces a default header whatever the case of its name. Real local servers on loopback."""
+password), with white space around it (trimmed, as around a key) or inside it (refused), or that
+httpx cannot use, a header HTTP does not allow, a timeout no timer can keep. And the ``headers``
+option replaces a default header whatever the case of its name. Real local servers on loopback."""
 
 from __future__ import annotations
 
@@ -100,6 +101,39 @@ def test_a_base_url_with_user_and_password_is_refused_without_the_password():
         assert PASSWORD not in str(error) and "http://***@127.0.0.1:9/s" in error.message
     error = raised(lambda: Toolgate(api_key=KEY, base_url=f"ftp://u:{PASSWORD}@host"))
     assert error.code == "invalid_argument" and PASSWORD not in error.message
+
+
+@pytest.mark.parametrize("space", ["\n", "\r\n", " ", "\t"], ids=["newline", "crlf", "space", "tab"])
+def test_white_space_around_a_base_url_is_trimmed_as_around_an_api_key(answering, monkeypatch, space):
+    # urlsplit dropped it when the client checked the URL, and the client kept the raw string:
+    # every request raised httpx.InvalidURL, not a ToolgateError.
+    client = Toolgate(api_key=KEY, base_url=f"{space}{answering.url}{space}")
+    assert client.base_url == answering.url
+    client.keys.list()
+    monkeypatch.setenv("TOOLGATE_BASE_URL", answering.url + space)
+    Toolgate(api_key=KEY).keys.list()
+    assert [r.path for r in answering.received] == ["/api/v1/keys", "/api/v1/keys"]
+
+
+@pytest.mark.parametrize(
+    ("url", "position"),
+    [("http://127.0.0.1:9/a b", 21), ("http://127.0.0.1:9/a\tb", 21), ("http://127.0.0.1:9\n/gw", 19), ("http://127.0.0.1:9/\u00a0gw", 20)],
+    ids=["space", "tab", "newline", "no_break_space"],
+)
+def test_white_space_inside_a_base_url_is_refused_when_the_client_is_made_naming_where(url, position):
+    for make in (Toolgate, AsyncToolgate):
+        error = raised(lambda: make(api_key=KEY, base_url=url))
+        assert (error.status, error.code, error.param) == (0, "invalid_argument", "base_url")
+        assert error.message == f"base_url must not hold white space or control characters (got {url!r}, one at position {position}); write a space in a path as %20."
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999", "http://127.0.0.1:port", "http://[::1", "http://:8402", "http:127.0.0.1:8402"])
+def test_a_base_url_httpx_cannot_use_is_refused_when_the_client_is_made_as_not_an_http_url(url):
+    # The TypeScript library's URL refuses these too (a port above 65535, an unclosed IPv6
+    # address, no host): httpx.InvalidURL or a bare ValueError on every request, before.
+    error = raised(lambda: Toolgate(api_key=KEY, base_url=url))
+    assert (error.status, error.code, error.param) == (0, "invalid_argument", "base_url")
+    assert error.message == f"base_url must be an http(s) URL such as https://toolgate.example (got {url!r})."
 
 
 def test_a_redirects_location_with_credentials_is_named_without_them():

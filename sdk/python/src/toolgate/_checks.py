@@ -1,8 +1,8 @@
 """What the client refuses before sending anything (``invalid_argument``, status 0).
 
 The TypeScript library's rules too (sdk/typescript/src/checks.ts): a key or header that cannot be
-sent as an HTTP header, an Idempotency-Key the gateway would not take, a base URL holding a user
-name or password, a timeout no timer can keep. Messages never hold an API key or a password.
+sent as an HTTP header, an Idempotency-Key the gateway would not take, a base URL that is not an
+http(s) URL or holds white space, a user name or password, a timeout no timer can keep. Messages never hold an API key or a password.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 import math
 import re
 from typing import Any
-from urllib.parse import SplitResult
+from urllib.parse import urlsplit
 
 from ._errors import ToolgateError
 
@@ -98,8 +98,33 @@ def redact_url(text: str) -> str:
     return f"{text[:start]}***{text[at:]}"
 
 
-def check_no_userinfo(parts: SplitResult, url: str, name: str) -> None:
-    """The base URL, refused when it holds a user name or password: httpx would send it as Basic
-    auth to the gateway, which takes an API key, and the TypeScript library's fetch refuses it."""
+_NOT_IN_A_BASE_URL = re.compile(r"[\x00-\x20\x7f-\x9f\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]")
+"""White space and control characters, none of which a base URL holds but by a slip (a pasted line
+break, a space in a path). The parsers differ on them (urlsplit drops a tab or line break, and httpx
+then refuses the URL it was given; the TypeScript library's URL drops the first and encodes a
+space), so one inside the URL is refused rather than repaired either way."""
+
+
+def normalise_base_url(text: str, name: str) -> str:
+    """The base URL requests are sent to, checked once when the client is made, as the TypeScript
+    library's (sdk/typescript/src/checks.ts normaliseBaseUrl): surrounding spaces, tabs and line
+    breaks removed, as from an API key (a value read from an env file ends with a newline); refused
+    unless it is ``http(s)://`` and a host (and a port that is one), with no white space or control
+    character inside, and no user name or password (httpx would send it as Basic auth to the
+    gateway, which takes an API key, and the TypeScript library's fetch refuses it)."""
+    trimmed = str(text).strip(_WHITESPACE)
+    got = repr(redact_url(trimmed))
+    not_http = _invalid(f"{name} must be an http(s) URL such as https://toolgate.example (got {got}).", name)
+    try:
+        parts = urlsplit(trimmed)  # raises on an unclosed IPv6 address (``http://[::1``)
+        parts.port  # raises on a port that is not a number from 0 to 65535
+    except ValueError:
+        raise not_http from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise not_http
+    bad = _NOT_IN_A_BASE_URL.search(trimmed)
+    if bad:
+        raise _invalid(f"{name} must not hold white space or control characters (got {got}, one at position {bad.start() + 1}); write a space in a path as %20.", name)
     if parts.username is not None or parts.password is not None:
-        raise _invalid(f"{name} must not hold a user name or password (got {redact_url(url)}): the gateway takes an API key; put a proxy's credentials in your http_client instead.", name)
+        raise _invalid(f"{name} must not hold a user name or password (got {got}): the gateway takes an API key; put a proxy's credentials in your http_client instead.", name)
+    return trimmed

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import os
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
-from ._checks import check_no_userinfo, check_timeout, normalise_api_key, normalise_headers, redact_url
-from ._errors import ToolgateError
+from ._checks import check_timeout, normalise_api_key, normalise_base_url, normalise_headers
 from ._payments import AsyncWalletPayer, SpendingLimits, WalletPayer
 from ._resources import (
     AccountResource,
@@ -36,14 +34,10 @@ def _settings(api_key: str | None, base_url: str | None, wallet: Any, max_retrie
         key = normalise_api_key(api_key, "api_key")
     else:
         key = None if wallet is not None else normalise_api_key(os.environ.get("TOOLGATE_API_KEY") or None, "TOOLGATE_API_KEY")
-    url = base_url or os.environ.get("TOOLGATE_BASE_URL") or DEFAULT_BASE_URL
     # Checked here, once: a URL without its scheme (``api.toolgate.example``, the usual slip in
-    # TOOLGATE_BASE_URL) would otherwise be retried as a network error on every request.
-    source = "base_url" if base_url else "TOOLGATE_BASE_URL"
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ToolgateError(status=0, code="invalid_argument", message=f"{source} must be an http(s) URL such as https://toolgate.example (got {redact_url(url)!r}).")
-    check_no_userinfo(parts, url, source)
+    # TOOLGATE_BASE_URL) would otherwise be retried as a network error on every request, and one
+    # with a line break pasted after it fail every request with httpx's InvalidURL.
+    url = normalise_base_url(base_url or os.environ.get("TOOLGATE_BASE_URL") or DEFAULT_BASE_URL, "base_url" if base_url else "TOOLGATE_BASE_URL")
     check_timeout(timeout)
     return Settings(api_key=key, base_url=url.rstrip("/"), max_retries=max_retries, timeout=timeout, headers=normalise_headers(headers))
 
