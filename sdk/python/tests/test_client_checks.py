@@ -4,8 +4,8 @@ headers-option-replaces-defaults.test.ts, client-side-errors-classified.test.ts)
 Idempotency-Key the gateway would not take (never dropped nor replaced while the call is
 retried), an API key a header cannot carry (refused naming its position, never the key; one read
 from a file is sent without its newline), a base URL with user:password@ (refused without the
-password), with white space around it (trimmed, as around a key) or inside it (refused), or that
-httpx cannot use, a header HTTP does not allow, a timeout no timer can keep. And the ``headers``
+password), with white space around it (trimmed, as around a key) or inside it (refused), a
+query or fragment, or that httpx cannot use, a header HTTP does not allow, a timeout no timer can keep. And the ``headers``
 option replaces a default header whatever the case of its name. Real local servers on loopback."""
 
 from __future__ import annotations
@@ -134,6 +134,21 @@ def test_a_base_url_httpx_cannot_use_is_refused_when_the_client_is_made_as_not_a
     error = raised(lambda: Toolgate(api_key=KEY, base_url=url))
     assert (error.status, error.code, error.param) == (0, "invalid_argument", "base_url")
     assert error.message == f"base_url must be an http(s) URL such as https://toolgate.example (got {url!r})."
+
+
+@pytest.mark.parametrize("path", ["/gw?x=1", "/gw#f", "/gw?", "/#"], ids=["query", "fragment", "empty_query", "empty_fragment"])
+def test_a_base_url_with_a_query_or_fragment_is_refused_before_any_request(answering, monkeypatch, path):
+    # The request's path was added after it (/gw?x=1/api/v1/keys), the API key with it: outside
+    # the gateway at /gw. The TypeScript library and the CLI refuse it alike.
+    url = answering.url + path
+    message = f"must not hold a query (?…) or fragment (#…) (got {url!r}): give the gateway's address alone, such as https://toolgate.example/gw."
+    for make in (Toolgate, AsyncToolgate):
+        error = raised(lambda: make(api_key=KEY, base_url=url).keys.list())
+        assert (error.status, error.code, error.param, error.message) == (0, "invalid_argument", "base_url", f"base_url {message}")
+    monkeypatch.setenv("TOOLGATE_BASE_URL", url)
+    error = raised(lambda: Toolgate(api_key=KEY).keys.list())
+    assert (error.param, error.message) == ("TOOLGATE_BASE_URL", f"TOOLGATE_BASE_URL {message}")
+    assert answering.received == []
 
 
 def test_a_redirects_location_with_credentials_is_named_without_them():

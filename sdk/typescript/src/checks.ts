@@ -2,7 +2,8 @@
  * What the client refuses before sending anything (`invalid_argument`, status 0), the Python
  * library's rules too (sdk/python/src/toolgate/_checks.py): a key or header that cannot be sent
  * as an HTTP header, an Idempotency-Key the gateway would not take, a base URL that is not an
- * http(s) URL or holds white space, a user name or password, a timeout no timer can keep.
+ * http(s) URL or holds white space, a user name or password, a query or fragment, a timeout no
+ * timer can keep.
  * Messages never hold an API key or a password.
  */
 import { ToolgateError } from "./errors.js";
@@ -113,7 +114,8 @@ export const PROXY_ADVICE = "; put a proxy's credentials in your fetch instead";
  * too), as the Python library's (sdk/python/src/toolgate/_checks.py normalise_base_url): surrounding
  * spaces, tabs and line breaks removed, as from an API key (a value read from an env file ends with
  * a newline); refused unless it is `http(s)://` and a host, with no white space or control
- * character inside, and no user name or password (fetch refuses every request to one).
+ * character inside, no user name or password (fetch refuses every request to one), and no query
+ * or fragment.
  */
 export function normaliseBaseUrl(text: string, name: string): string {
   const trimmed = trimHeaderValue(String(text));
@@ -137,6 +139,14 @@ export function normaliseBaseUrl(text: string, name: string): string {
   if (url.username || url.password)
     throw invalid(
       `${name} must not hold a user name or password (got ${got}): the gateway takes an API key${PROXY_ADVICE}.`,
+      name,
+    );
+  // Each request's path is joined onto the base URL, which dropped the path before a query or
+  // fragment here (`http://h/gw?x=1` sent to http://h/api/…) and kept it in Python's, path after
+  // (http://h/gw?x=1/api/…): either way, with the API key, outside the gateway at /gw.
+  if (/[?#]/.test(trimmed))
+    throw invalid(
+      `${name} must not hold a query (?…) or fragment (#…) (got ${got}): give the gateway's address alone, such as https://toolgate.example/gw.`,
       name,
     );
   return trimmed;

@@ -167,6 +167,41 @@ describe("a base URL", () => {
     },
   );
 
+  it.each(["/gw?x=1", "/gw#f", "/gw?", "/#"])(
+    "with a query or fragment (%j) is refused when the client is made, no request sent, as in Python and the CLI",
+    async (path) => {
+      // Each request's path was joined onto it, dropping /gw: the API key went to /api/v1/…,
+      // outside the gateway at /gw.
+      server = await scriptedServer(() => ({ status: 200, body: ACCOUNT }));
+      const url = server.url + path;
+      const message = `must not hold a query (?…) or fragment (#…) (got ${JSON.stringify(url)}): give the gateway's address alone, such as https://toolgate.example/gw.`;
+      const made = async (options: { baseUrl?: string }) => {
+        try {
+          return await new Toolgate({ apiKey: "tg_test_key", ...options }).account.get();
+        } catch (e) {
+          return e;
+        }
+      };
+      expect(await made({ baseUrl: url })).toMatchObject({
+        status: 0,
+        code: "invalid_argument",
+        param: "baseUrl",
+        message: `baseUrl ${message}`,
+      });
+      process.env.TOOLGATE_BASE_URL = url;
+      try {
+        expect(await made({})).toMatchObject({
+          code: "invalid_argument",
+          param: "TOOLGATE_BASE_URL",
+          message: `TOOLGATE_BASE_URL ${message}`,
+        });
+      } finally {
+        delete process.env.TOOLGATE_BASE_URL;
+      }
+      expect(server.received).toEqual([]);
+    },
+  );
+
   it("in the CLI: white space around it, trimmed and the command run; inside it, a usage error (exit 2) with no stack", async () => {
     server = await scriptedServer(() => ({ status: 200, body: ACCOUNT }));
     process.env.TOOLGATE_API_KEY = "tg_test_key";

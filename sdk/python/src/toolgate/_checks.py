@@ -2,7 +2,8 @@
 
 The TypeScript library's rules too (sdk/typescript/src/checks.ts): a key or header that cannot be
 sent as an HTTP header, an Idempotency-Key the gateway would not take, a base URL that is not an
-http(s) URL or holds white space, a user name or password, a timeout no timer can keep. Messages never hold an API key or a password.
+http(s) URL or holds white space, a user name or password, a query or fragment, a timeout no
+timer can keep. Messages never hold an API key or a password.
 """
 
 from __future__ import annotations
@@ -110,8 +111,9 @@ def normalise_base_url(text: str, name: str) -> str:
     library's (sdk/typescript/src/checks.ts normaliseBaseUrl): surrounding spaces, tabs and line
     breaks removed, as from an API key (a value read from an env file ends with a newline); refused
     unless it is ``http(s)://`` and a host (and a port that is one), with no white space or control
-    character inside, and no user name or password (httpx would send it as Basic auth to the
-    gateway, which takes an API key, and the TypeScript library's fetch refuses it)."""
+    character inside, no user name or password (httpx would send it as Basic auth to the gateway,
+    which takes an API key, and the TypeScript library's fetch refuses it), and no query or
+    fragment."""
     trimmed = str(text).strip(_WHITESPACE)
     got = repr(redact_url(trimmed))
     not_http = _invalid(f"{name} must be an http(s) URL such as https://toolgate.example (got {got}).", name)
@@ -127,4 +129,9 @@ def normalise_base_url(text: str, name: str) -> str:
         raise _invalid(f"{name} must not hold white space or control characters (got {got}, one at position {bad.start() + 1}); write a space in a path as %20.", name)
     if parts.username is not None or parts.password is not None:
         raise _invalid(f"{name} must not hold a user name or password (got {got}): the gateway takes an API key; put a proxy's credentials in your http_client instead.", name)
+    # Each request's path is added after the base URL, which put it inside a query or fragment here
+    # (``http://h/gw?x=1`` sent to http://h/gw?x=1/api/…) and dropped the path before it in the
+    # TypeScript library (http://h/api/…): either way, with the API key, outside the gateway at /gw.
+    if "?" in trimmed or "#" in trimmed:
+        raise _invalid(f"{name} must not hold a query (?…) or fragment (#…) (got {got}): give the gateway's address alone, such as https://toolgate.example/gw.", name)
     return trimmed

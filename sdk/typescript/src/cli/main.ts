@@ -132,23 +132,16 @@ function baseUrlOf(parsed: Parsed, stored: { base_url?: string }): string | unde
       : ["the stored login", stored.base_url];
   if (url === undefined) return undefined;
   // The library's rules, so that the CLI takes what the library takes (a URL with a newline pasted
-  // after it, trimmed); the library's words, without its advice on fetch, which the CLI has none of.
-  let base = url;
+  // after it, trimmed) and refuses what it refuses (a query or fragment: the login's key would be
+  // sent outside its gateway); the library's words, without its advice on fetch, which the CLI
+  // has none of.
   try {
-    base = normaliseBaseUrl(url, from);
+    return normaliseBaseUrl(url, from);
   } catch (error) {
     if (error instanceof ToolgateError)
       throw new UsageError(error.message.replace(PROXY_ADVICE, "").replace(/\.$/, ""));
     throw error;
   }
-  // The client joins each request's path onto the base URL, which drops a query or fragment and
-  // the path before it: `http://h/gw?x=1` would send to http://h/v1/…, outside the gateway at
-  // /gw, and would count as that gateway for the stored login's key.
-  if (/[?#]/.test(base))
-    throw new UsageError(
-      `${from} must not hold a query (?…) or fragment (#…) (got "${redactUrl(base)}"): give the gateway's address alone, such as https://toolgate.example/gw`,
-    );
-  return base;
 }
 
 /** A base URL as one gateway: origin and path, whatever trailing slashes; null when not a URL. */
