@@ -420,13 +420,18 @@ export class Payments {
    * close to expiry) or that could not be sent is left open: the reconciler credits it if it was
    * used after all, else releases it at expiry, as before. A paid call under a key the client
    * chose is still paid once: a new authorization under that key finds this payment through the
-   * call's index (claimPayment) and is never settled. Answers whether it settled here.
+   * call's index (claimPayment) and is never settled. A facilitator settlement is sent only with
+   * its fee debited (`abandonedFee`). Answers whether it settled here, or was released.
    */
-  async settleAbandoned(found: PaymentRecord): Promise<"settled" | "open"> {
+  async settleAbandoned(found: PaymentRecord): Promise<"settled" | "open" | "released"> {
     const clients = this.clients.get(found.network);
     if (!clients || !found.signature) return "open";
     const record: PaymentRecord = { ...found, createdAt: Date.now() };
     if (!(await this.services.store.takeOverPayment(found, record))) return "open";
+    if (record.feeRequestId && !(await this.abandonedFee(record))) {
+      await this.release(record);
+      return "released";
+    }
     const auth = found.authorization as unknown as Authorization;
     const signature = found.signature as Hex;
     const payTo = (found.payTo as Address | undefined) ?? this.config.payTo;
@@ -458,6 +463,24 @@ export class Payments {
     if (outcome.state !== "settled") return "open";
     await this.credit({ ...record, state: "settled", txHash: outcome.txHash });
     return "settled";
+  }
+
+  /**
+   * Before an abandoned facilitator settlement is sent: its fee, debited under the claim's request
+   * id. The dead process may have died before its debit (made now), after it (not made again), or
+   * in the middle of releasing the claim, its fee given back (the client was told it failed, and
+   * nothing was sent: the release is finished, not the settlement). A fee the account or key now
+   * refuses is not taken, and the claim is released, as when it is refused at the settle itself.
+   * Answers whether the settlement may be sent.
+   */
+  private async abandonedFee(record: PaymentRecord): Promise<boolean> {
+    const outcome = await this.debitFee(record);
+    if (outcome.status === "ok" && !outcome.refunded) return true;
+    this.services.log.warn(
+      { payment: record.id, account: record.accountId, outcome: outcome.status },
+      "abandoned facilitator settlement released: its fee was refused or given back",
+    );
+    return false;
   }
 
   /**
@@ -724,17 +747,11 @@ export class Payments {
     const fee = record.facilitatorFee!;
     let outcome: AdmitOutcome;
     try {
-      outcome = await this.services.store.admit({
-        accountId: record.accountId,
-        keyHash: record.feeKeyHash ?? null,
-        cost: fee,
-        requestId: record.feeRequestId!,
-        tool: null,
-        reason: "facilitator_settle",
-        countRequest: false,
-      });
+      outcome = await this.debitFee(record);
     } catch (err) {
-      // The debit may have been made unheard: released (and given back) now, or by the reconciler.
+      // The debit may have been made unheard: released (and given back) now. Should that fail too,
+      // the reconciler finishes it: a release whose fee was given back, or the settlement with its
+      // fee debited under this claim's request id, once (settleAbandoned).
       await this.release(record).catch(() => undefined);
       throw err;
     }
@@ -748,6 +765,23 @@ export class Payments {
       `Not enough credits for the facilitator fee of ${fee}: the balance is ${balance}.`,
       { details: { credits_remaining: balance } },
     );
+  }
+
+  /**
+   * A facilitator settlement's fee debited under its claim's request id, as the key that asked for
+   * it: once per claim whoever asks (a debit already made under that id is not made again, nor one
+   * refunded since).
+   */
+  private debitFee(record: PaymentRecord): Promise<AdmitOutcome> {
+    return this.services.store.admit({
+      accountId: record.accountId,
+      keyHash: record.feeKeyHash ?? null,
+      cost: record.facilitatorFee!,
+      requestId: record.feeRequestId!,
+      tool: null,
+      reason: "facilitator_settle",
+      countRequest: false,
+    });
   }
 
   /**

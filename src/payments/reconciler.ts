@@ -259,7 +259,8 @@ async function reconcile(
     const expired = block.timestamp >= BigInt(auth.validBefore!);
     // Its process died before its send was recorded (perhaps before it sent at all): sent now.
     if (!expired && record.state === "settling" && !record.relay) {
-      if ((await payments.settleAbandoned(record)) === "open") return "pending";
+      const abandoned = await payments.settleAbandoned(record);
+      if (abandoned !== "settled") return abandoned === "open" ? "pending" : "released";
       services.log.info(
         { payment: record.id },
         "abandoned payment sent by this process, settled and credited",

@@ -246,6 +246,8 @@ export type AdmitOutcome =
       events: EventRecord[];
       /** A check held the call's cost in the key's budget (AdmitRequest.budgetHold). */
       budgetHeld?: boolean;
+      /** The request id's debit was made and refunded since: nothing charged now (an admission never debits one request id twice). */
+      refunded?: boolean;
     }
   | { status: "invalid_key" }
   | { status: "revoked" }

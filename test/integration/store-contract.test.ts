@@ -1120,6 +1120,7 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     const second = await debit(a.id, a.key.hash, 3, id);
     expect(first).toMatchObject({ status: "ok", charged: true, account: { balance: 7 } });
     expect(second).toMatchObject({ status: "ok", charged: false, account: { balance: 7 } });
+    expect(second).not.toHaveProperty("refunded");
     const refund = { requestId: id, reason: "tool failed", tool: "hash", keyHash: a.key.hash };
     expect(await store.refund(a.id, refund)).toEqual({
       status: "refunded",
@@ -1127,6 +1128,13 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
       balance: 10,
     });
     expect(await store.refund(a.id, refund)).toEqual({ status: "already_refunded" });
+    // Refunded, the request id is not debited again, and the admission says it was given back.
+    expect(await debit(a.id, a.key.hash, 3, id)).toMatchObject({
+      status: "ok",
+      charged: false,
+      refunded: true,
+      account: { balance: 10 },
+    });
     expect(await store.refund(a.id, { requestId: newRequestId(), reason: "x" })).toEqual({
       status: "not_charged",
     });

@@ -47,7 +47,20 @@ async function facilitation() {
       .filter((e) => e.reason.startsWith("facilitator"))
       .map((e) => [e.kind, e.amount, e.keyId === keyId ? "the key" : e.keyId]);
   const credits = async () => (await setup.gw.services.store.getAccount(accountId))!.balance;
-  return { settle, fees, credits, key, keyId, body };
+  const { authorization } = payload;
+  const paymentId =
+    `${setup.chains.base.chainId}:${setup.chains.base.usdc}:${authorization.from}:${authorization.nonce}`.toLowerCase();
+  return { settle, fees, credits, key, keyId, body, paymentId };
+}
+
+/** Reads `read` until `done`, for at most 30 s (past the settling deadline, ~10 s here, when the reconciler takes a payment over). */
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > deadline) return value;
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 describe("a facilitator settlement whose outcome is unknown", () => {
@@ -142,4 +155,92 @@ describe("a facilitator settlement whose key is revoked while it is verified", (
     expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
     expect(await fees()).toEqual([["debit", -5, spare.body.id]]);
   }, 40_000);
+});
+
+describe("a facilitator settlement whose fee debit is made unheard and whose release is lost", () => {
+  it("is released by the reconciler, never sent without its fee: the fee is given back and the payment settles later with one fee", async () => {
+    const { settle, fees, credits, paymentId } = await facilitation();
+    const before = await balanceOf(setup.chains.base, APP_PAY_TO);
+    const { store } = setup.gw.services;
+    const { admit, releasePayment } = store;
+    // The fee is debited, then Redis stops answering: the debit's answer is lost, and so is the
+    // release of the claim after the fee is given back. The claim stays "settling", fee refunded.
+    let lost = false;
+    store.admit = async (request) => {
+      const outcome = await admit.call(store, request);
+      if (request.reason !== "facilitator_settle" || lost) return outcome;
+      lost = true;
+      throw new Error("Redis went away");
+    };
+    store.releasePayment = () => Promise.reject(new Error("Redis went away"));
+    try {
+      const failed = await settle();
+      expect(failed.body.success).not.toBe(true);
+    } finally {
+      store.admit = admit;
+      store.releasePayment = releasePayment;
+    }
+    expect((await store.getPayment(paymentId))?.state).toBe("settling");
+    expect(await fees()).toEqual([
+      ["refund", 5, "the key"],
+      ["debit", -5, "the key"],
+    ]);
+
+    // Past the settling deadline the reconciler finds the claim: it finishes its release.
+    const left = await until(
+      () => store.getPayment(paymentId),
+      (record) => record === null || record.state === "settled",
+    );
+    expect(left).toBeNull();
+    expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before);
+    expect(await credits()).toBe(1000);
+
+    const again = await settle();
+    expect([again.status, again.body.success]).toEqual([200, true]);
+    expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
+    expect(await credits()).toBe(995);
+  }, 60_000);
+});
+
+// Last in this file: the settle it leaves hanging holds its request open until the gateway stops.
+describe("a facilitator settlement whose process dies between its claim and its fee", () => {
+  it("is sent by the reconciler with its fee debited once", async () => {
+    const { settle, fees, credits, paymentId } = await facilitation();
+    const before = await balanceOf(setup.chains.base, APP_PAY_TO);
+    const { store } = setup.gw.services;
+    const { admit } = store;
+    // The process "dies" once the payment is claimed: its fee debit never happens, nothing after it runs.
+    let died = false;
+    store.admit = (request) => {
+      if (request.reason !== "facilitator_settle" || died) return admit.call(store, request);
+      died = true;
+      return new Promise(() => {});
+    };
+    try {
+      void settle().catch(() => undefined); // never answered
+      const claimed = await until(
+        () => store.getPayment(paymentId),
+        () => died,
+      );
+      expect(claimed?.state).toBe("settling");
+      expect(claimed?.feeRequestId).toBeTruthy();
+
+      // Past the settling deadline the reconciler takes the payment over and sends it.
+      const settled = await until(
+        () => store.getPayment(paymentId),
+        (record) => record?.state === "settled",
+      );
+      expect(settled?.state).toBe("settled");
+    } finally {
+      store.admit = admit;
+    }
+    expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
+    expect(await fees()).toEqual([["debit", -5, "the key"]]);
+    expect(await credits()).toBe(995);
+
+    // The client's retry is answered by the settled payment, charged nothing more.
+    const retry = await settle();
+    expect([retry.status, retry.body.success]).toEqual([200, true]);
+    expect(await fees()).toEqual([["debit", -5, "the key"]]);
+  }, 60_000);
 });

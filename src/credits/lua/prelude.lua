@@ -431,6 +431,10 @@ local function admit_call(name_key)
     local alert = count_spend(a, keys, cost, now, day_ms, month_ms, ARGV[16], ARGV[9], ARGV[5])
     if alert then events[#events + 1] = alert end
     charged = true
+  elseif cost > 0 and redis.call('HGET', KEYS[5], ARGV[15]) == 'r' then
+    -- Debited under this request id and refunded since: charged nothing, and said so (a facilitator
+    -- fee given back means its settlement was being released: payments.ts settleAbandoned).
+    return { status = 'ok', account = a, key_id = key_id, key_limited = key_limited, rate = rate, charged = false, events = {}, refunded = true }
   end
   return { status = 'ok', account = a, key_id = key_id, key_limited = key_limited, rate = rate, charged = charged, events = events }
 end

@@ -182,6 +182,17 @@ export function memoryCredits(state: MemoryState): CreditStore {
         a.debits.set(request.requestId, { cost: request.cost, keyId });
         a.outbox.push(...events);
         charged = true;
+      } else if (request.cost > 0 && a.debits.get(request.requestId) === "refunded") {
+        return {
+          status: "ok",
+          account: state.view(a),
+          keyId,
+          keyLimited,
+          rate,
+          charged,
+          events,
+          refunded: true,
+        };
       }
       return { status: "ok", account: state.view(a), keyId, keyLimited, rate, charged, events };
     },

@@ -74,6 +74,7 @@ type RawAdmit = {
   charged?: boolean;
   events?: unknown;
   budget_held?: boolean;
+  refunded?: boolean;
 };
 
 /** cjson encodes an empty Lua table as `{}`; the events list is the one place that matters. */
@@ -174,6 +175,7 @@ export function redisCredits({
           charged: result.charged === true,
           events,
           ...(result.budget_held === true ? { budgetHeld: true } : {}),
+          ...(result.refunded === true ? { refunded: true } : {}),
         };
       }
     }
