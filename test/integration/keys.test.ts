@@ -141,6 +141,13 @@ describe("API keys", () => {
       ).toHaveLength(1);
       for (const refused of race.filter((r) => r.status !== 201))
         expect(refused.body.error.code).toBe("key_already_rotated");
+      // Replaced at once: the refusal says it no longer works, not to revoke it (that is a 404).
+      if (graces.every((grace) => grace === 0)) {
+        const again = await call(`${gw.url}/api/v1/keys/${svc.id}/rotate`, { key, body: {} });
+        expect(again.body.error.message).toMatch(
+          /stopped working at .*Rotate the new key instead\.$/,
+        );
+      }
       const working = await Promise.all(
         race.filter((r) => r.status === 201).map((r) => me(r.body.key)),
       );

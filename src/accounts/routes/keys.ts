@@ -72,11 +72,11 @@ const MAX_GRACE_SECONDS = 7 * 24 * 3600;
 function alreadyRotated(key: KeyRecord): ApiError {
   const by = key.replacedBy ? ` by ${key.replacedBy}` : "";
   const until = new Date(key.revokedAt!).toISOString();
-  return new ApiError(
-    "key_already_rotated",
-    `The key is already being replaced${by}; it works until ${until}. Rotate the new key instead, or revoke this one now.`,
-    { param: "id" },
-  );
+  // A key regenerated (or whose grace has ended) works no more: nothing is left to revoke.
+  const message = isRevoked(key)
+    ? `The key was already replaced${by} and stopped working at ${until}. Rotate the new key instead.`
+    : `The key is already being replaced${by}; it works until ${until}. Rotate the new key instead, or revoke this one now.`;
+  return new ApiError("key_already_rotated", message, { param: "id" });
 }
 
 export const rotateKey = defineRoute({
