@@ -112,3 +112,9 @@ def test_a_tool_keeps_its_tags(gateway):
     assert "sha256" in Toolgate(base_url=gateway.base_url).tools.get("hash").tags
     assert Tool.from_dict({"name": "t", "tags": ["a", "b"]}).tags == ["a", "b"]
     assert Tool.from_dict({"name": "t"}).tags == []
+
+
+def test_a_tool_says_whether_it_is_the_accounts_own(gateway):
+    """``private``, as TypeScript's Tool has it: the catalogue's tools are not."""
+    assert Toolgate(base_url=gateway.base_url).tools.get("hash").private is False
+    assert Tool.from_dict({"name": "mine", "private": True}).private is True

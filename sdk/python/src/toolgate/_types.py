@@ -56,6 +56,8 @@ class Tool:
     """One of ``tools.categories()``' names (None from a gateway that does not say)."""
     tags: list[str] = field(default_factory=list)
     """Search keywords (``tools.list(q=...)`` ranks on them); empty from a gateway that sends none."""
+    private: bool = False
+    """True: the calling account's own custom tool, seen and called by its keys only."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -74,6 +76,7 @@ class Tool:
             unavailable_reason=d.get("unavailable_reason"),
             category=d.get("category"),
             tags=list(d.get("tags") or []),
+            private=d.get("private") is True,
             raw=d,
         )
 
