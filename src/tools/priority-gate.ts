@@ -26,8 +26,23 @@ export class PriorityGate {
 
   constructor(
     readonly limit: number,
-    private readonly perHolder = limit,
+    private perHolder = limit,
   ) {}
+
+  /** The most slots one holder may hold at once. */
+  get share(): number {
+    return this.perHolder;
+  }
+
+  /**
+   * Changes one holder's share (the pool behind the gate told how many calls it really runs at
+   * once). Holders over a smaller share keep their slots until they release them; a larger share
+   * lets waiters in at once.
+   */
+  setShare(perHolder: number): void {
+    this.perHolder = perHolder;
+    this.grantWaiting();
+  }
 
   get inFlight(): number {
     return this.active;

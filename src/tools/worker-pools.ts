@@ -27,6 +27,9 @@ export interface PoolRoute {
   forward: Forwarder | null;
 }
 
+/** One account's share of a shared pool that runs `capacity` calls at once: half, rounded up. */
+const fairShare = (capacity: number): number => Math.ceil(capacity / 2);
+
 /** Dedicated pools' gates idle for this long are dropped, so unbound pools leave nothing behind. */
 const DEDICATED_GATE_SWEEP_AT = 1000;
 
@@ -60,10 +63,11 @@ export class WorkerPools {
     private readonly log: Logger,
   ) {
     // One account holds at most half of a shared pool's slots (in this process): the rest stay
-    // for everyone else however many of its calls run to their deadline.
+    // for everyone else however many of its calls run to their deadline. The heavy pool's share
+    // is cut to half of the workers' own heavy threads once they say how many (`refresh`).
     for (const pool of Object.keys(settings.urls) as WorkerPool[]) {
       const limit = settings.concurrency[pool];
-      this.gates.set(pool, new PriorityGate(limit, Math.ceil(limit / 2)));
+      this.gates.set(pool, new PriorityGate(limit, fairShare(limit)));
     }
     this.proxy = createProxyForwarder(this.agent, settings.maxResponseBytes);
     this.http = createHttpForwarder(this.agent, settings.maxResponseBytes);
@@ -119,15 +123,29 @@ export class WorkerPools {
         const res = await fetch(`${url}/tools`, { signal: AbortSignal.timeout(2000) });
         const body = (await res.json()) as {
           tools: { name: string; available: boolean; reason: string | null }[];
+          heavy_threads?: unknown;
         };
         for (const t of body.tools) {
           if (t.available) this.unavailable.delete(t.name);
           else this.unavailable.set(t.name, t.reason ?? "unavailable");
         }
+        if (url === this.settings.urls.heavy) this.fitHeavyShare(body.heavy_threads);
       } catch (err) {
         this.log.warn({ err: String(err), url }, "could not read the workers' tool availability");
       }
     }
+  }
+
+  /**
+   * Heavy calls beyond the workers' threads wait in the workers' own queue, past this gate: half
+   * of HEAVY_POOL_CONCURRENCY (4 of 8) could be every thread (2 by default), and another account's
+   * call would wait there behind one account's calls that run to their deadline. So one account's
+   * share is half of what really runs at once, the smaller of the gate's slots and the threads.
+   */
+  private fitHeavyShare(threads: unknown): void {
+    if (!Number.isSafeInteger(threads) || (threads as number) < 1) return;
+    const gate = this.gate("heavy");
+    gate.setShare(fairShare(Math.min(gate.limit, threads as number)));
   }
 
   async start(intervalMs = 10_000): Promise<void> {

@@ -10,7 +10,8 @@ import { IMPLEMENTATIONS } from "./tools/index.js";
 /**
  * The tool workers' HTTP API, spoken only to the gateway:
  *   POST /tools/{name}  the tool's input → 200 its output, or {error:{code,message,param?}}
- *   GET  /tools         which tools can run here (providers configured)
+ *   GET  /tools         which tools can run here (providers configured), and how many heavy
+ *                       calls run at once (`heavy_threads`: more wait in the workers' own queue)
  *   GET  /healthz
  * Input is validated again here and output is checked against the tool's schema (a heavy tool's
  * both in its thread, see heavy/serialized-output.ts), so a worker never acts on input the
@@ -41,6 +42,7 @@ export function createWorkerApp(
         const reason = impl.unavailable?.(config) ?? null;
         return { name: impl.definition.name, available: reason === null, reason };
       }),
+      heavy_threads: config.heavy.threads,
     });
   });
 

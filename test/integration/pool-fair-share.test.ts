@@ -4,6 +4,7 @@ import {
   dropPrefix,
   fundedAccount,
   spawnGateway,
+  startGateway,
   uniquePrefix,
   type GatewayProcess,
 } from "../helpers/gateway.js";
@@ -57,6 +58,39 @@ describe("a shared worker pool", () => {
     for (const res of hogAnswers) {
       expect(res.status).toBe(422);
       expect(res.body.error.message).toBe("The script ran longer than 4000 ms and was stopped.");
+    }
+  }, 90_000);
+});
+
+describe("the heavy pool's share with the shipped defaults", () => {
+  // HEAVY_POOL_CONCURRENCY 8 at the gateway, HEAVY_THREADS 2 in the workers: half of the gateway's
+  // slots (4) would be every heavy thread, and another account's call would wait in the workers'
+  // own queue, past the gateway's gate, until one of them ended.
+  it("is half of the workers' heavy threads, so another account's call finds a thread", async () => {
+    const gw = await startGateway({ env: { POOL_QUEUE_TIMEOUT_MS: "30000" } });
+    try {
+      expect(gw.services.pools.gate("heavy").limit).toBe(8);
+      expect(gw.services.pools.gate("heavy").share).toBe(1);
+      const [hog, other] = await Promise.all([
+        fundedAccount(gw.url, 1000, "pro"),
+        fundedAccount(gw.url, 1000, "pro"),
+      ]);
+      const finished: string[] = [];
+      const run = (name: string, key: string, input: unknown) =>
+        callTool(gw.url, key, "js-sandbox", input).then((res) => {
+          finished.push(name);
+          return res;
+        });
+      const slow = { code: "for (;;) {}", time_limit_ms: 2000 };
+      const hogCalls = [1, 2, 3, 4].map((i) => run(`hog-${i}`, hog.key, slow));
+      await new Promise((r) => setTimeout(r, 500));
+      const served = await run("other", other.key, { code: "6 * 7" });
+      expect(served.status).toBe(200);
+      expect(served.body.result).toBe(42);
+      expect(finished).toEqual(["other"]);
+      for (const res of await Promise.all(hogCalls)) expect(res.status).toBe(422);
+    } finally {
+      await gw.stop();
     }
   }, 90_000);
 });

@@ -102,4 +102,20 @@ describe("PriorityGate", () => {
     expect(gate.queued).toBe(0);
     expect(gate.inFlight).toBe(1);
   });
+
+  it("takes a new share from what runs behind it: a smaller one keeps held slots, a larger one lets waiters in", async () => {
+    const gate = new PriorityGate(8, 4);
+    const held = [await gate.acquire(0, 1000, "acct_a"), await gate.acquire(0, 1000, "acct_a")];
+    gate.setShare(1);
+    expect([gate.share, gate.inFlight]).toEqual([1, 2]);
+    // Over its share, the account waits, however many of the gate's slots are free.
+    const third = gate.acquire(0, 1000, "acct_a");
+    expect(gate.queued).toBe(1);
+    // Another account is under its share: served at once.
+    (await gate.acquire(0, 100, "acct_b"))();
+    gate.setShare(3);
+    await third;
+    expect([gate.queued, gate.inFlight]).toEqual([0, 3]);
+    for (const release of held) release();
+  });
 });
