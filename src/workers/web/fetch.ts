@@ -3,7 +3,12 @@ import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import { pipeline, type Transform } from "node:stream";
 import { createBrotliDecompress, createUnzip } from "node:zlib";
-import { BlockedTargetError, blockedReason, guardedLookup } from "../../webhooks/ssrf.js";
+import {
+  BlockedTargetError,
+  blockedReason,
+  guardedLookup,
+  portReason,
+} from "../../webhooks/ssrf.js";
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
 
@@ -42,6 +47,10 @@ export async function fetchPublic(
     if (url.username || url.password)
       throw new WorkerError(422, "invalid_input", "Credentials in the URL are not allowed.", param);
     const host = url.hostname.replace(/^\[|\]$/g, "");
+    // Port 0 before the address: Node would connect to the scheme's default port instead.
+    const port = portReason(url);
+    if (port)
+      throw new WorkerError(422, "invalid_input", `Refused to read ${url.host}: ${port}.`, param);
     if (isIP(host)) {
       const blocked = blockedReason(host, config.web.allowPrivate);
       if (blocked)
