@@ -173,6 +173,8 @@ describe("bad input, for every tool: 422 naming the field, uncharged", () => {
       ["chart-render", { spec: { mark: "nope" } }, "spec"],
       ["timezone-convert", { datetime: "2026-01-01T10:00:00Z", to_zone: "Mars/Base" }, "to_zone"],
       ["unit-convert", { value: 1, from: "m", to: "kg" }, "to"],
+      // An unknown `from` is the `from`'s fault, not the `to`'s.
+      ["unit-convert", { value: 1, from: "furlongz", to: "m" }, "from"],
       ["ip-cidr", { cidr: "300.1.1.1/33" }, "cidr"],
       ["encode-decode", { text: "zz", encoding: "hex", direction: "decode" }, "text"],
       ["json-schema-validate", { schema: { type: "nope" }, data: 1 }, "schema"],

@@ -1,4 +1,5 @@
 import { unitConvert as unitConvertTool } from "../../tools/catalogue/utilities.js";
+import type { Unit } from "mathjs";
 import { WorkerError } from "../errors.js";
 import { implement } from "./implementation.js";
 import { lazy } from "../../lib/lazy-require.js";
@@ -15,19 +16,22 @@ const mathjs = lazy(() => import("mathjs"));
 export const unitConvert = implement(unitConvertTool, {
   async run(input) {
     const { unit } = await mathjs();
+    // Each half of the conversion blames its own field: an unknown `from` is not the `to`'s fault.
+    let amount: Unit;
     try {
-      const result = unit(input.value, input.from).toNumber(input.to);
-      if (!Number.isFinite(result)) throw new OutOfRange();
-      return { value: input.value, from: input.from, to: input.to, result };
+      amount = unit(input.value, input.from);
     } catch (err) {
-      // 1e308 km in nm is Infinity, which JSON cannot carry (it failed the answer: 502).
-      if (err instanceof OutOfRange)
-        throw new WorkerError(
-          422,
-          "invalid_input",
-          `${input.value} ${input.from} in ${input.to} is beyond the range of a number.`,
-          "value",
-        );
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `Cannot convert from ${input.from}: ${(err as Error).message}`,
+        "from",
+      );
+    }
+    let result: number;
+    try {
+      result = amount.toNumber(input.to);
+    } catch (err) {
       throw new WorkerError(
         422,
         "invalid_input",
@@ -35,7 +39,14 @@ export const unitConvert = implement(unitConvertTool, {
         "to",
       );
     }
+    // 1e308 km in nm is Infinity, which JSON cannot carry (it failed the answer: 502).
+    if (!Number.isFinite(result))
+      throw new WorkerError(
+        422,
+        "invalid_input",
+        `${input.value} ${input.from} in ${input.to} is beyond the range of a number.`,
+        "value",
+      );
+    return { value: input.value, from: input.from, to: input.to, result };
   },
 });
-
-class OutOfRange extends Error {}
