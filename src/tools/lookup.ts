@@ -33,8 +33,9 @@ function closestCatalogueName(name: string): string | undefined {
   let best: { name: string; distance: number } | undefined;
   for (const candidate of CATALOGUE_NAMES) {
     const d = distance(typed, candidate);
-    // The name itself (a tool the caller may not see) is no guess.
-    if (d === 0 || d > allowed || d > candidate.length / 2) continue;
+    // The name itself (a tool the caller may not see) is no guess; the name in other letter case
+    // ("HASH") is the best one (names are matched exactly, so it was not found as written).
+    if (candidate === name || d > allowed || d > candidate.length / 2) continue;
     if (!best || d < best.distance) best = { name: candidate, distance: d };
   }
   return best?.name;
