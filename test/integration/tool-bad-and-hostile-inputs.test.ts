@@ -521,10 +521,42 @@ describe("hostile inputs: cut off by the limits, refunded, and the workers keep 
     );
   }, 60_000);
 
+  it("a text with a run of more than 500 characters without a space is refused at once by the wink-nlp tools, uncharged: its tokenizing ran to the deadline", async () => {
+    // One 200 KB word ran each of them to its 10 s deadline (refunded): one account's calls
+    // held the heavy threads at no cost. Now refused before the tokenizer sees it.
+    for (const tool of [
+      "text-sentiment",
+      "text-entities",
+      "text-keywords",
+      "sentence-split",
+      "readability-score",
+      "text-summarize-extractive",
+    ]) {
+      const started = Date.now();
+      expect([tool, await refusal(tool, { text: `Hello. ${"b".repeat(200_000 - 7)}` })]).toEqual([
+        tool,
+        { status: 422, code: "validation_failed", param: "text", charged: 0 },
+      ]);
+      expect(Date.now() - started).toBeLessThan(3000);
+    }
+    const refused = await callTool(gw.url, key, "text-keywords", { text: `a ${"b".repeat(501)}` });
+    expect(refused.body.error.message).toBe(
+      "The text has 501 characters without a space at character 2: this tool reads runs of up to 500 characters.",
+    );
+    // A run of 500 is read.
+    const url = `https://example.com/${"a".repeat(480)}`;
+    expect(url.length).toBe(500);
+    const read = await callTool(gw.url, key, "sentence-split", { text: `See ${url} now. Thanks.` });
+    expect([read.status, read.body.sentence_count]).toEqual([200, 2]);
+  }, 120_000);
+
   it("language texts whose analysis grows steeply run in their own thread: the general tools answer meanwhile; a 10,000-letter misspelling gets no suggestions", async () => {
-    // One 200 KB word held the general worker's event loop ~28 s (every tool timed out, refunded).
+    // One 200 KB word held the general worker's event loop ~28 s (every tool timed out, refunded);
+    // such a word is refused now (above), and the slowest text allowed, runs of 500 characters
+    // that the tokenizer splits at each slash, takes about a second.
     const before = await balanceOf(gw.url, key);
-    const word = callTool(gw.url, key, "text-sentiment", { text: "q".repeat(200_000) });
+    const run = "http://x/".repeat(56).slice(0, 500);
+    const word = callTool(gw.url, key, "text-sentiment", { text: `${run} `.repeat(399) });
     await new Promise((r) => setTimeout(r, 500));
     const asked = Date.now();
     expect((await callTool(gw.url, key, "hash", { text: "meanwhile" })).status).toBe(200);
