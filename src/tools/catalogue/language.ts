@@ -12,7 +12,7 @@ export const textSentiment = defineTool({
   aliases: ["sentiment"],
   title: "Sentiment",
   description:
-    "Score the sentiment of an English text from -1 (negative) to 1 (positive), overall and per sentence (wink-nlp, local).",
+    "Score the sentiment of an English text from -1 (negative) to 1 (positive), overall and per sentence (wink-nlp, local). A word (a run without a space) may be up to 500 characters.",
   cost: 1,
   category: "language",
   tags: ["sentiment analysis", "opinion", "positive", "negative", "emotion", "nlp"],
@@ -40,7 +40,7 @@ export const textEntities = defineTool({
   aliases: ["entities", "ner"],
   title: "Named entities",
   description:
-    "Find dates, times, amounts of money, percentages, numbers, ordinals, durations, e-mails, URLs, hashtags, mentions and emoji in an English text (wink-nlp, local).",
+    "Find dates, times, amounts of money, percentages, numbers, ordinals, durations, e-mails, URLs, hashtags, mentions and emoji in an English text (wink-nlp, local). A word (a run without a space) may be up to 500 characters.",
   cost: 1,
   category: "language",
   tags: ["ner", "named entity recognition", "extract dates", "emails", "urls", "nlp"],
@@ -76,7 +76,7 @@ export const textKeywords = defineTool({
   aliases: ["keywords", "keyphrases"],
   title: "Keywords",
   description:
-    "The most important words and noun phrases of an English text, ranked by frequency of their lemma, stop words left out (wink-nlp, local).",
+    "The most important words and noun phrases of an English text, ranked by frequency of their lemma, stop words left out (wink-nlp, local). A word (a run without a space) may be up to 500 characters.",
   cost: 1,
   category: "language",
   tags: ["keyword extraction", "tags", "topics", "key phrases", "seo", "nlp"],
@@ -113,7 +113,7 @@ export const sentenceSplit = defineTool({
   aliases: ["sentences", "tokenize"],
   title: "Split sentences and words",
   description:
-    "Split an English text into sentences and count words, tokens and paragraphs; abbreviations and decimals are handled (wink-nlp, local).",
+    "Split an English text into sentences and count words, tokens and paragraphs; abbreviations and decimals are handled (wink-nlp, local). A word (a run without a space) may be up to 500 characters.",
   cost: 1,
   category: "language",
   tags: ["sentence segmentation", "tokenize", "word count", "chunking", "nlp"],
@@ -139,7 +139,7 @@ export const readabilityScore = defineTool({
   aliases: ["readability"],
   title: "Readability",
   description:
-    "Flesch reading ease, Flesch-Kincaid grade, reading time and complex-word counts of an English text (wink-nlp, local).",
+    "Flesch reading ease, Flesch-Kincaid grade, reading time and complex-word counts of an English text (wink-nlp, local). A word (a run without a space) may be up to 500 characters.",
   cost: 1,
   category: "language",
   tags: ["flesch", "reading level", "grade level", "reading time", "plain language"],
@@ -248,7 +248,7 @@ export const textSummarizeExtractive = defineTool({
   aliases: ["extractive-summary"],
   title: "Extractive summary",
   description:
-    "Summarise an English text by picking its most important sentences, in their original order (wink-nlp sentence importance, local, no AI provider).",
+    "Summarise an English text by picking its most important sentences, in their original order (wink-nlp sentence importance, local, no AI provider). A word (a run without a space) may be up to 500 characters.",
   cost: 1,
   category: "language",
   tags: ["summary", "tldr", "key sentences", "condense", "nlp"],

@@ -1875,7 +1875,7 @@ export interface paths {
         put?: never;
         /**
          * Readability
-         * @description Flesch reading ease, Flesch-Kincaid grade, reading time and complex-word counts of an English text (wink-nlp, local).
+         * @description Flesch reading ease, Flesch-Kincaid grade, reading time and complex-word counts of an English text (wink-nlp, local). A word (a run without a space) may be up to 500 characters.
          *
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: readability (also callable as POST /v1/tools/readability).
          */
@@ -1963,7 +1963,7 @@ export interface paths {
         put?: never;
         /**
          * Split sentences and words
-         * @description Split an English text into sentences and count words, tokens and paragraphs; abbreviations and decimals are handled (wink-nlp, local).
+         * @description Split an English text into sentences and count words, tokens and paragraphs; abbreviations and decimals are handled (wink-nlp, local). A word (a run without a space) may be up to 500 characters.
          *
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: sentences, tokenize (also callable as POST /v1/tools/sentences, POST /v1/tools/tokenize).
          */
@@ -2139,7 +2139,7 @@ export interface paths {
         put?: never;
         /**
          * Named entities
-         * @description Find dates, times, amounts of money, percentages, numbers, ordinals, durations, e-mails, URLs, hashtags, mentions and emoji in an English text (wink-nlp, local).
+         * @description Find dates, times, amounts of money, percentages, numbers, ordinals, durations, e-mails, URLs, hashtags, mentions and emoji in an English text (wink-nlp, local). A word (a run without a space) may be up to 500 characters.
          *
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: entities, ner (also callable as POST /v1/tools/entities, POST /v1/tools/ner).
          */
@@ -2161,7 +2161,7 @@ export interface paths {
         put?: never;
         /**
          * Keywords
-         * @description The most important words and noun phrases of an English text, ranked by frequency of their lemma, stop words left out (wink-nlp, local).
+         * @description The most important words and noun phrases of an English text, ranked by frequency of their lemma, stop words left out (wink-nlp, local). A word (a run without a space) may be up to 500 characters.
          *
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: keywords, keyphrases (also callable as POST /v1/tools/keywords, POST /v1/tools/keyphrases).
          */
@@ -2183,7 +2183,7 @@ export interface paths {
         put?: never;
         /**
          * Sentiment
-         * @description Score the sentiment of an English text from -1 (negative) to 1 (positive), overall and per sentence (wink-nlp, local).
+         * @description Score the sentiment of an English text from -1 (negative) to 1 (positive), overall and per sentence (wink-nlp, local). A word (a run without a space) may be up to 500 characters.
          *
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: sentiment (also callable as POST /v1/tools/sentiment).
          */
@@ -2205,7 +2205,7 @@ export interface paths {
         put?: never;
         /**
          * Extractive summary
-         * @description Summarise an English text by picking its most important sentences, in their original order (wink-nlp sentence importance, local, no AI provider).
+         * @description Summarise an English text by picking its most important sentences, in their original order (wink-nlp sentence importance, local, no AI provider). A word (a run without a space) may be up to 500 characters.
          *
          *     Price: 1 credit ($0.002) per successful call; failed calls are refunded. Aliases: extractive-summary (also callable as POST /v1/tools/extractive-summary).
          */
