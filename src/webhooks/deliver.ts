@@ -1,12 +1,14 @@
 import { Agent, request } from "node:https";
 import type { StoreAgnosticWebhook } from "./types.js";
+import type { ResolveHost } from "./resolve-host.js";
 import { guardAgent } from "./ssrf.js";
 import { specSignature, standardSignature } from "./signing.js";
 
 /**
  * One delivery attempt: POST the envelope's exact bytes with the specified headers and the
  * Standard Webhooks ones; 2xx = delivered. No redirects are followed (node:https never does),
- * the answer must start within 10 s, and the connection is made through the SSRF guard.
+ * the answer must start within 10 s of the receiver's address being known, and the connection is
+ * made through the SSRF guard (whose own DNS wait has its own deadline, `DNS_TIMEOUT_MS`).
  */
 export const DELIVERY_TIMEOUT_MS = 10_000;
 /**
@@ -23,8 +25,8 @@ export interface AttemptResult {
   error: string | null;
 }
 
-export function createDeliveryAgent(allowPrivate: boolean): Agent {
-  return guardAgent(new Agent({ keepAlive: true, maxSockets: 64 }), allowPrivate);
+export function createDeliveryAgent(allowPrivate: boolean, resolveHost?: ResolveHost): Agent {
+  return guardAgent(new Agent({ keepAlive: true, maxSockets: 64 }), allowPrivate, resolveHost);
 }
 
 export function deliveryHeaders(
@@ -86,9 +88,19 @@ export function attempt(
     // One deadline for the whole exchange, from the connection to the answer's last byte: a socket
     // idle timer would let a receiver that stalls the TLS handshake, or trickles its answer a byte
     // at a time, hold a delivery (or its socket) past the specification's 10 seconds.
-    const deadline = setTimeout(() => {
-      req.destroy(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`));
-    }, DELIVERY_TIMEOUT_MS);
+    const giveUp = () => req.destroy(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`));
+    let deadline = setTimeout(giveUp, DELIVERY_TIMEOUT_MS);
+    // A new connection to a name first waits on our own DNS, which is no fault of the receiver's:
+    // its 10 s restart once the address is known (the wait is capped by the guard's DNS deadline,
+    // and fails with its own message). A reused socket, or an IP literal, has no lookup.
+    const restart = () => {
+      clearTimeout(deadline);
+      deadline = setTimeout(giveUp, DELIVERY_TIMEOUT_MS);
+    };
+    req.once("socket", (socket) => {
+      socket.once("lookup", restart);
+      req.once("close", () => socket.off("lookup", restart));
+    });
     req.on("close", () => clearTimeout(deadline));
     req.on("error", (err) => done(null, err.message));
     req.end(payload);

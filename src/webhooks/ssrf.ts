@@ -1,7 +1,8 @@
-import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import type { LookupAddress } from "node:dns";
 import type { Agent as HttpAgent } from "node:http";
 import { isIP } from "node:net";
 import ipaddr from "ipaddr.js";
+import { type ResolveHost, systemResolveHost } from "./resolve-host.js";
 
 /**
  * The SSRF guard for webhook URLs. A target must be HTTPS and every address its host resolves
@@ -14,7 +15,7 @@ import ipaddr from "ipaddr.js";
  * before the check. The same rule runs again when connecting (`guardAgent`): in the DNS lookup,
  * so a host that re-resolves to a private address later (DNS rebinding) is refused, and on an
  * IP-literal host, which no lookup sees, so a URL accepted while private targets were allowed is
- * refused once they are not.
+ * refused once they are not. Names are resolved by `resolve-host.ts` (c-ares, with a deadline).
  */
 export class BlockedTargetError extends Error {}
 
@@ -104,6 +105,7 @@ export function blockedReason(address: string, allowPrivate: boolean): string | 
 export async function checkWebhookUrl(
   raw: string,
   allowPrivate: boolean,
+  resolveHost: ResolveHost = systemResolveHost,
 ): Promise<{ ok: true; url: URL } | { ok: false; reason: string }> {
   let url: URL;
   try {
@@ -114,7 +116,7 @@ export async function checkWebhookUrl(
   if (url.protocol !== "https:") return { ok: false, reason: "webhook URLs must use https" };
   if (url.username || url.password)
     return { ok: false, reason: "credentials in the URL are not allowed" };
-  const reason = await blockedHostReason(url, allowPrivate);
+  const reason = await blockedHostReason(url, allowPrivate, resolveHost);
   return reason ? { ok: false, reason } : { ok: true, url };
 }
 
@@ -135,18 +137,18 @@ export function portReason(url: URL): string | null {
 }
 
 /** Why a URL's host may not be reached — its port is 0, it does not resolve, or one of its addresses is blocked — or null when it may. */
-export async function blockedHostReason(url: URL, allowPrivate: boolean): Promise<string | null> {
+export async function blockedHostReason(
+  url: URL,
+  allowPrivate: boolean,
+  resolveHost: ResolveHost = systemResolveHost,
+): Promise<string | null> {
   const port = portReason(url);
   if (port) return port;
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (isIP(host)) return blockedReason(host, allowPrivate);
   let addresses: string[];
   try {
-    addresses = (
-      await new Promise<LookupAddress[]>((resolve, reject) =>
-        dnsLookup(host, { all: true }, (err, list) => (err ? reject(err) : resolve(list))),
-      )
-    ).map((a) => a.address);
+    addresses = (await resolveHost(host)).map((a) => a.address);
   } catch {
     return `${host} ${NOT_PUBLIC}`;
   }
@@ -156,13 +158,19 @@ export async function blockedHostReason(url: URL, allowPrivate: boolean): Promis
 }
 
 /** A `lookup` for http(s) agents that refuses blocked addresses at connect time. */
-export function guardedLookup(allowPrivate: boolean) {
+export function guardedLookup(allowPrivate: boolean, resolveHost: ResolveHost = systemResolveHost) {
   return (
     hostname: string,
-    options: object,
+    options: { family?: number | string; all?: boolean },
     callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void,
   ) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+    // Node passes 4, 6 or 0 (either); older callers spell them "IPv4" and "IPv6".
+    const family = [4, "IPv4"].includes(options.family!)
+      ? 4
+      : [6, "IPv6"].includes(options.family!)
+        ? 6
+        : 0;
+    const answered = (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => {
       // A name that does not exist is refused like an internal one: the difference (a failed
       // read against a refusal) told a prober which names the gateway's network has. A DNS
       // server that did not answer (EAI_AGAIN) stays a failure worth retrying.
@@ -173,9 +181,13 @@ export function guardedLookup(allowPrivate: boolean) {
           new BlockedTargetError(`refused to connect to ${hostname}: it ${NOT_PUBLIC}`),
           "",
         );
-      if ((options as { all?: boolean }).all) return callback(null, addresses);
+      if (options.all) return callback(null, addresses);
       callback(null, addresses[0]!.address, addresses[0]!.family);
-    });
+    };
+    resolveHost(hostname, family).then(
+      (addresses) => answered(null, addresses),
+      (err: NodeJS.ErrnoException) => answered(err, []),
+    );
   };
 }
 
@@ -184,8 +196,12 @@ export function guardedLookup(allowPrivate: boolean) {
  * IP-literal host — which Node connects to without calling any lookup — by the same rule, with the
  * same error. One place for both halves, so no outbound client can have one without the other.
  */
-export function guardAgent<A extends HttpAgent>(agent: A, allowPrivate: boolean): A {
-  const lookup = guardedLookup(allowPrivate);
+export function guardAgent<A extends HttpAgent>(
+  agent: A,
+  allowPrivate: boolean,
+  resolveHost: ResolveHost = systemResolveHost,
+): A {
+  const lookup = guardedLookup(allowPrivate, resolveHost);
   const connect = agent.createConnection.bind(agent);
   agent.createConnection = (options, callback) => {
     const host = String(options.host ?? "").replace(/^\[|\]$/g, "");
