@@ -1,4 +1,5 @@
 import { Agent, request } from "node:https";
+import { clip } from "../lib/readable-text.js";
 import type { StoreAgnosticWebhook } from "./types.js";
 import type { ResolveHost } from "./resolve-host.js";
 import { guardAgent } from "./ssrf.js";
@@ -18,6 +19,11 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
  */
 export const MAX_ANSWER_BODY_BYTES = 64 * 1024;
 export const USER_AGENT = "Toolgate-Webhook/1.0";
+/**
+ * The most of a redirect's Location kept in the delivery log: enough to recognise it; the
+ * receiver chooses it, and each of thousands of log entries would otherwise store all of it.
+ */
+export const SHOWN_LOCATION_CHARS = 200;
 
 export interface AttemptResult {
   status: number | null;
@@ -80,7 +86,7 @@ export function attempt(
         res.on("error", () => {});
         const location =
           res.statusCode && res.statusCode >= 300 && res.statusCode < 400
-            ? ` (redirect to ${res.headers.location ?? "?"} not followed)`
+            ? ` (redirect to ${clip(res.headers.location ?? "?", SHOWN_LOCATION_CHARS)} not followed)`
             : "";
         done(res.statusCode ?? null, location ? `HTTP ${res.statusCode}${location}` : null);
       },
