@@ -381,6 +381,35 @@ describe("provider tools", () => {
     expect(await balanceOf(gw.url, key)).toBe(before);
   });
 
+  it("ai-extract: a schema the custom tools' rules refuse (too large, a pattern RE2 cannot run) is a 422 naming schema, refunded, and the provider is never asked", async () => {
+    const properties: Record<string, unknown> = {};
+    for (let i = 0; i < 2000; i++) properties[`p${i}`] = { type: "string", pattern: `^x${i}` };
+    const asked = llm.requests.length;
+    const before = await balanceOf(gw.url, key);
+    const large = await callTool(gw.url, key, "ai-extract", {
+      text: "x",
+      schema: { type: "object", properties },
+    });
+    expect([large.status, large.body.error.code, large.body.error.param]).toEqual([
+      422,
+      "validation_failed",
+      "schema",
+    ]);
+    expect(large.body.error.message).toBe("The schema must be at most 32768 bytes as JSON");
+    const lookbehind = await callTool(gw.url, key, "ai-extract", {
+      text: "x",
+      schema: { type: "object", properties: { s: { type: "string", pattern: "(?<=a)b" } } },
+    });
+    expect([lookbehind.status, lookbehind.body.error.code, lookbehind.body.error.param]).toEqual([
+      422,
+      "validation_failed",
+      "schema",
+    ]);
+    expect(lookbehind.body.error.message).toMatch(/^The schema is not a valid JSON Schema: /);
+    expect(await balanceOf(gw.url, key)).toBe(before);
+    expect(llm.requests.length).toBe(asked);
+  });
+
   it("web-search through the Brave Search API", async () => {
     const brave = await startFakeBrave("brave-token", [
       {

@@ -79,6 +79,46 @@ async function probedWhile(calls: (() => ReturnType<typeof tool>)[]) {
   return { answers: await running, slowestMs };
 }
 
+describe("ai-extract", () => {
+  it("a catastrophic pattern in the caller's schema runs on RE2: checking the model's answer does not hold up a cheap call (it held the loop until the watchdog restarted the workers)", async () => {
+    const evil = `${"a".repeat(30)}!`;
+    llm.state.reply = () => JSON.stringify({ s: evil });
+    const schema = { type: "object", properties: { s: { type: "string", pattern: "^(a+)+$" } } };
+    const { answers, slowestMs } = await probedWhile([
+      () => tool("ai-extract", { text: `Answer with s = "${evil}"`, schema }),
+    ]);
+    expect(slowestMs).toBeLessThan(1500);
+    expect([answers[0]!.status, answers[0]!.body.error]).toEqual([
+      502,
+      {
+        code: "provider_error",
+        message: `The AI provider's answer did not match the schema: data/s must match pattern "^(a+)+$"`,
+      },
+    ]);
+  }, 60_000);
+
+  it("a schema past the custom tools' size bound is refused, naming schema, before the provider is asked (8,000 patterned properties held the loop 22 s)", async () => {
+    const properties: Record<string, unknown> = {};
+    for (let i = 0; i < 8000; i++)
+      properties[`p${i}`] = { type: "string", pattern: `^x${i}[a-z]+$`, format: "email" };
+    const asked = llm.state.received;
+    const { answer, cheapMs } = await meanwhile("ai-extract", {
+      text: "x",
+      schema: { type: "object", properties },
+    });
+    expect(cheapMs).toBeLessThan(1500);
+    expect([answer.status, answer.body.error]).toEqual([
+      422,
+      {
+        code: "invalid_input",
+        message: "The schema must be at most 32768 bytes as JSON",
+        param: "schema",
+      },
+    ]);
+    expect(llm.state.received).toBe(asked);
+  }, 60_000);
+});
+
 describe("yaml-convert", () => {
   it("collections nested past the limit are refused naming the field, and a second such document does not bring the process down", async () => {
     const deep = `${"[".repeat(333_000)}${"]".repeat(333_000)}`;

@@ -159,7 +159,9 @@ export const aiExtract = defineTool({
       text: longText.describe("The text to extract from."),
       schema: z
         .record(z.string(), z.unknown())
-        .describe("A JSON Schema (an object schema) the result must satisfy."),
+        .describe(
+          "A JSON Schema (an object schema) the result must satisfy: at most 32 KB as JSON, nested at most 16 levels, its patterns in RE2 syntax (no lookaround or backreferences), as for custom tools.",
+        ),
       instructions: z.string().max(2000).optional().describe("Extra guidance for the extraction."),
     })
     .meta({
@@ -399,7 +401,9 @@ export const aiExtractUrl = defineTool({
       url: webUrl,
       schema: z
         .record(z.string(), z.unknown())
-        .describe("A JSON Schema (an object schema) the result must satisfy."),
+        .describe(
+          "A JSON Schema (an object schema) the result must satisfy: at most 32 KB as JSON, nested at most 16 levels, its patterns in RE2 syntax (no lookaround or backreferences), as for custom tools.",
+        ),
       instructions: z.string().max(2000).optional().describe("Extra guidance for the extraction."),
     })
     .meta({

@@ -1,5 +1,4 @@
-import { Ajv2020 } from "ajv/dist/2020.js";
-import { withFormats } from "../json-schema.js";
+import type { ValidateFunction } from "ajv";
 import sharp from "sharp";
 import {
   aiClassify as aiClassifyTool,
@@ -13,7 +12,14 @@ import {
   aiSummarize as aiSummarizeTool,
   aiTranslate as aiTranslateTool,
 } from "../../tools/catalogue/ai.js";
+import {
+  affordable,
+  MAX_CHECKS_PER_CALL,
+  SchemaCompiler,
+  SchemaError,
+} from "../../tools/custom/json-schema.js";
 import { fetchPublic } from "../web/fetch.js";
+import { validated } from "../json-schema.js";
 import { decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
@@ -87,25 +93,33 @@ export const aiTranslate = implement(aiTranslateTool, {
   },
 });
 
+/**
+ * The callers' extraction schemas, compiled as custom tools' schemas are (tools/custom/json-schema.ts):
+ * bounded in size, depth and cost per value, their `pattern`s on RE2. Ajv compiles and validates on
+ * the workers' shared event loop, without a time limit: a catastrophic `pattern` checked against
+ * an answer the caller steers held that loop until the watchdog restarted the workers (every other
+ * caller's call timed out meanwhile), and an unbounded schema took 20 s to compile.
+ */
+const extractionSchemas = new SchemaCompiler();
+
+/** The validator of the caller's extraction schema, or its 422 (before any provider call, so refunded). */
+function extractionValidator(schema: Record<string, unknown>): ValidateFunction {
+  try {
+    return extractionSchemas.compile(schema);
+  } catch (err) {
+    if (err instanceof SchemaError)
+      throw new WorkerError(422, "invalid_input", `The schema ${err.message}`, "schema");
+    throw err;
+  }
+}
+
 /** Structured extraction shared by ai-extract and ai-extract-url: the answer must satisfy the caller's schema. */
 async function extractJson(
   config: WorkerConfig,
   input: { text: string; schema: Record<string, unknown>; instructions?: string },
   timeoutMs: number,
 ) {
-  // logger: false, as for json-schema-validate: the caller's schema is not the workers' log.
-  const ajv = withFormats(new Ajv2020({ strict: false, allErrors: true, logger: false }));
-  let validate;
-  try {
-    validate = ajv.compile(input.schema);
-  } catch (err) {
-    throw new WorkerError(
-      422,
-      "invalid_input",
-      `The schema is not a valid JSON Schema: ${(err as Error).message}`,
-      "schema",
-    );
-  }
+  const validate = extractionValidator(input.schema);
   const result = await chat(
     config,
     {
@@ -124,13 +138,26 @@ async function extractJson(
     timeoutMs,
   );
   const data = jsonAnswer(result.text);
-  if (!validate(data))
+  if (!affordable(validate, data))
     throw new WorkerError(
       502,
       "provider_error",
-      `The AI provider's answer did not match the schema: ${ajv.errorsText(validate.errors)}`,
+      `The AI provider's answer has too many values to check against the schema (at most ${MAX_CHECKS_PER_CALL} schema checks).`,
+    );
+  const valid = validated(validate, data);
+  if (valid !== true)
+    throw new WorkerError(
+      502,
+      "provider_error",
+      `The AI provider's answer did not match the schema: ${valid === "endless" ? "the schema refers to itself without end for this answer" : mismatchOf(validate)}`,
     );
   return { data, model: result.model, usage: result.usage };
+}
+
+/** Ajv's first error, as its errorsText says it ("data/total must be number"). */
+function mismatchOf(validate: ValidateFunction): string {
+  const error = validate.errors?.[0];
+  return error ? `data${error.instancePath} ${error.message ?? "is invalid"}` : "invalid";
 }
 
 export const aiExtract = implement(aiExtractTool, {

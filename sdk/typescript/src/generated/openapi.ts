@@ -11511,7 +11511,7 @@ export interface operations {
                 "application/json": {
                     /** @description Extra guidance for the extraction. */
                     instructions?: string;
-                    /** @description A JSON Schema (an object schema) the result must satisfy. */
+                    /** @description A JSON Schema (an object schema) the result must satisfy: at most 32 KB as JSON, nested at most 16 levels, its patterns in RE2 syntax (no lookaround or backreferences), as for custom tools. */
                     schema: {
                         [key: string]: unknown;
                     };
@@ -11713,7 +11713,7 @@ export interface operations {
                 "application/json": {
                     /** @description Extra guidance for the extraction. */
                     instructions?: string;
-                    /** @description A JSON Schema (an object schema) the result must satisfy. */
+                    /** @description A JSON Schema (an object schema) the result must satisfy: at most 32 KB as JSON, nested at most 16 levels, its patterns in RE2 syntax (no lookaround or backreferences), as for custom tools. */
                     schema: {
                         [key: string]: unknown;
                     };
