@@ -588,7 +588,12 @@ const metricsName = (tool: ToolDefinition) => (isPrivateTool(tool) ? "custom" : 
  * it can be passed on: strings only, and bounded. The answer is not ours: a number for a message
  * threw here, past the refund (500, charged), and a megabyte of message was relayed whole.
  */
-function workerErrorOf(body: Buffer): { code?: string; message?: string; param?: string } {
+function workerErrorOf(body: Buffer): {
+  code?: string;
+  message?: string;
+  param?: string;
+  retryAfter?: number;
+} {
   let error: unknown;
   try {
     error = (JSON.parse(body.toString("utf8")) as { error?: unknown } | null)?.error;
@@ -596,13 +601,18 @@ function workerErrorOf(body: Buffer): { code?: string; message?: string; param?:
     return {}; // not a worker's JSON
   }
   if (typeof error !== "object" || error === null) return {};
-  const { code, message, param } = error as Record<string, unknown>;
+  const { code, message, param, retry_after } = error as Record<string, unknown>;
   const text = (value: unknown, max: number) =>
     typeof value === "string" && value !== "" ? clip(value, max) : undefined;
   return {
     code: text(code, MAX_WORKER_PARAM),
     message: text(message, MAX_WORKER_MESSAGE),
     param: text(param, MAX_WORKER_PARAM),
+    // Whole seconds, at most a minute, whoever answered (an account's endpoint too).
+    retryAfter:
+      typeof retry_after === "number" && Number.isFinite(retry_after)
+        ? Math.min(60, Math.max(1, Math.ceil(retry_after)))
+        : undefined,
   };
 }
 const MAX_WORKER_MESSAGE = 1000;
@@ -646,6 +656,15 @@ export function failureOf(tool: ToolDefinition, outcome: ForwardOutcome): ApiErr
       "validation_failed",
       error.message ?? "The tool refused its input.",
       error.param ? { param: error.param } : {},
+    );
+  // The tool's provider throttling the gateway (a 429 upstream): a retry after a while succeeds,
+  // as when every worker is busy, so the same answer, with the provider's wait (never the
+  // tool_unavailable a client does not retry, nor a 502 it cannot tell from breakage).
+  if (outcome.status === 503 && error.code === "provider_busy")
+    return new ApiError(
+      "worker_pool_busy",
+      `The ${tool.name} tool is busy${detail} The call was not charged.`,
+      { headers: { "Retry-After": String(error.retryAfter ?? 5) } },
     );
   if (outcome.status === 503 && error.code === "tool_unavailable")
     return new ApiError(

@@ -9,11 +9,18 @@ export class WorkerError extends Error {
       | "provider_error"
       | "tool_unavailable"
       | "provider_timeout"
+      | "provider_busy"
       | "fetch_failed"
       | "tool_timeout"
       | "resource_limit",
     message: string,
     readonly param?: string,
+    readonly more: {
+      /** Seconds after which a retry may succeed (a provider's throttling): the answer's `retry_after`. */
+      retryAfter?: number;
+      /** What the operator's log should hold and the caller must not see (a provider's own error text). */
+      logged?: Record<string, unknown>;
+    } = {},
   ) {
     super(message);
   }

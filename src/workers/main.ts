@@ -15,10 +15,18 @@ import { isMainModule } from "../lib/main-module.js";
 export async function startWorkers(
   config: WorkerConfig,
 ): Promise<{ server: Server; port: number; stop(): Promise<void> }> {
-  const { log, flush } = createProcessLogger({
+  const { log, flush, protect } = createProcessLogger({
     level: config.logLevel,
     base: { service: "toolgate-workers" },
   });
+  // A provider's error text, logged for the operator (providers/provider-refusal.ts), may quote
+  // the key it was sent: cut out of every line, as the gateway cuts out its own secrets.
+  protect(
+    [
+      config.ai?.apiKey,
+      config.search?.provider === "brave" ? config.search.apiKey : undefined,
+    ].filter((key): key is string => Boolean(key)),
+  );
   const heavy = new HeavyPool(config, log);
   const app = createWorkerApp(config, log, heavy);
   // The gateway's own listen: a busy port is one line an operator can act on, where express's

@@ -65,11 +65,17 @@ export function createWorkerApp(
       else res.json(impl.definition.output.parse(output));
     } catch (err) {
       if (err instanceof WorkerError) {
+        if (err.more.logged)
+          log.warn(
+            { ...err.more.logged, tool: impl.definition.name, request_id: req.get("x-request-id") },
+            "provider refused the call",
+          );
         return res.status(err.status).json({
           error: {
             code: err.code,
             message: err.message,
             ...(err.param !== undefined ? { param: err.param } : {}),
+            ...(err.more.retryAfter !== undefined ? { retry_after: err.more.retryAfter } : {}),
           },
         });
       }

@@ -13,7 +13,10 @@ export interface RecordedRequest {
 }
 
 async function listen(
-  handler: (req: IncomingMessage, body: string) => Promise<{ status?: number; json: unknown }>,
+  handler: (
+    req: IncomingMessage,
+    body: string,
+  ) => Promise<{ status?: number; json: unknown; headers?: Record<string, string> }>,
 ) {
   const requests: RecordedRequest[] = [];
   const server: Server = createServer(async (req, res) => {
@@ -26,7 +29,7 @@ async function listen(
       body: body ? JSON.parse(body) : null,
     });
     const reply = await handler(req, body);
-    res.writeHead(reply.status ?? 200, { "content-type": "application/json" });
+    res.writeHead(reply.status ?? 200, { "content-type": "application/json", ...reply.headers });
     res.end(JSON.stringify(reply.json));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -70,6 +73,10 @@ export async function startFakeLlm() {
     reply: (req: ChatRequest): string => `echo: ${textOf(req.messages.at(-1)?.content ?? "")}`,
     delayMs: 0,
     status: 200,
+    /** The error body a failing status answers with (the default, a generic overload). */
+    errorJson: { error: { message: "upstream overloaded", type: "server_error" } } as unknown,
+    /** Headers a failing status answers with (a 429's Retry-After). */
+    errorHeaders: {} as Record<string, string>,
     /** Chat requests received so far: a test can wait until a call has reached the provider. */
     received: 0,
   };
@@ -115,10 +122,7 @@ export async function startFakeLlm() {
     state.received++;
     if (state.delayMs) await new Promise((r) => setTimeout(r, state.delayMs));
     if (state.status !== 200)
-      return {
-        status: state.status,
-        json: { error: { message: "upstream overloaded", type: "server_error" } },
-      };
+      return { status: state.status, json: state.errorJson, headers: state.errorHeaders };
     const content = state.reply(body);
     const promptTokens = body.messages.reduce(
       (n, m) => n + textOf(m.content).split(/\s+/).length,

@@ -248,6 +248,58 @@ describe("POST /v1/tools/{name}", () => {
     });
   });
 
+  it("tells the caller what kind of refusal the provider's error was, never its text (OpenAI's names the operator's organisation); a 429 is 503 worker_pool_busy with the provider's Retry-After, refunded", async () => {
+    const { key } = await fundedAccount(gw.url, 100);
+    const secretText = "Rate limit reached for gpt-4o in organization org-OperatorSecret123";
+    llm.state.status = 429;
+    llm.state.errorJson = {
+      error: { message: secretText, type: "requests", code: "rate_limit_exceeded" },
+    };
+    llm.state.errorHeaders = { "retry-after": "7" };
+    try {
+      const throttled = await callTool(gw.url, key, "ai-generate", { prompt: "hi" });
+      expect([
+        throttled.status,
+        throttled.body.error.code,
+        throttled.headers.get("retry-after"),
+      ]).toEqual([503, "worker_pool_busy", "7"]);
+      expect(throttled.body.error.message).toBe(
+        "The ai-generate tool is busy; the AI provider is rate limiting the gateway's requests (429); retry after 7 s. The call was not charged.",
+      );
+
+      llm.state.status = 401;
+      llm.state.errorJson = {
+        error: { message: "Incorrect API key provided: sk-proj-****abcd (org-OperatorSecret123)" },
+      };
+      const refused = await callTool(gw.url, key, "ai-generate", { prompt: "hi" });
+      expect([refused.status, refused.body.error.code]).toEqual([502, "tool_failed"]);
+      expect(refused.body.error.message).toBe(
+        "The ai-generate tool failed; the AI provider refused the request: it did not accept the gateway's credentials (401). The call was not charged.",
+      );
+
+      llm.state.status = 429;
+      llm.state.errorJson = {
+        error: {
+          message: "You exceeded your current quota (org-OperatorSecret123)",
+          code: "insufficient_quota",
+        },
+      };
+      const quota = await callTool(gw.url, key, "ai-generate", { prompt: "hi" });
+      expect([quota.status, quota.body.error.code, quota.headers.get("retry-after")]).toEqual([
+        502,
+        "tool_failed",
+        null,
+      ]);
+      expect(quota.body.error.message).toContain("its quota for this gateway is used up (429)");
+      for (const answer of [throttled, refused, quota])
+        expect(JSON.stringify(answer.body)).not.toContain("OperatorSecret");
+    } finally {
+      llm.state.status = 200;
+      llm.state.errorHeaders = {};
+    }
+    expect(await balanceOf(gw.url, key)).toBe(100);
+  });
+
   it("leaves a charged call without an Idempotency-Key refundable by a survivor however late it comes (a host down for minutes)", async () => {
     const { key, accountId } = await fundedAccount(gw.url, 100);
     llm.state.delayMs = 2500;

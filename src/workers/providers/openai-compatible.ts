@@ -1,5 +1,6 @@
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
+import { providerRefusal } from "./provider-refusal.js";
 
 /** Calls to any OpenAI-compatible endpoint: chat completions (text and vision), embeddings, images. */
 export type ContentPart =
@@ -33,7 +34,7 @@ export function requireAi(config: WorkerConfig): NonNullable<WorkerConfig["ai"]>
   return config.ai;
 }
 
-/** POSTs to the provider and returns its JSON; every failure becomes the tool's 502/504. */
+/** POSTs to the provider and returns its JSON; every failure becomes the tool's 502/503/504. */
 async function post<T>(
   config: WorkerConfig,
   path: string,
@@ -57,14 +58,7 @@ async function post<T>(
       throw new WorkerError(504, "provider_timeout", "The AI provider did not answer in time.");
     throw new WorkerError(502, "provider_error", "The AI provider could not be reached.");
   }
-  if (!res.ok) {
-    const detail = (await res.text().catch(() => "")).slice(0, 200);
-    throw new WorkerError(
-      502,
-      "provider_error",
-      `The AI provider answered ${res.status}${detail ? `: ${detail}` : ""}.`,
-    );
-  }
+  if (!res.ok) throw await providerRefusal("The AI provider", res);
   return (await res.json().catch(() => ({}))) as T;
 }
 

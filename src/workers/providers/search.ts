@@ -1,5 +1,6 @@
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
+import { providerRefusal } from "./provider-refusal.js";
 
 export interface SearchResult {
   title: string;
@@ -41,12 +42,7 @@ async function getJson(
       `The search provider (${provider}) could not be reached.`,
     );
   }
-  if (!res.ok)
-    throw new WorkerError(
-      502,
-      "provider_error",
-      `The search provider (${provider}) answered ${res.status}.`,
-    );
+  if (!res.ok) throw await providerRefusal(`The search provider (${provider})`, res);
   return res.json();
 }
 
