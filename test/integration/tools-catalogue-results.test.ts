@@ -700,8 +700,55 @@ describe("AI tools through the OpenAI-compatible provider", () => {
     expect(llm.requests.at(-1)!.body.messages[0].content[1].image_url.url).toMatch(
       /^data:image\/png;base64,/,
     );
-    const review = await run("ai-code-review", { code: "for (i = 0; i <= n; i++) {}" });
+    const review = await run("ai-code-review", {
+      code: "let s = 0;\nconst n = xs.length;\nfor (i = 0; i <= n; i++) s += xs[i];",
+    });
     expect(review.findings[0]).toMatchObject({ severity: "major", line: 3 });
+  });
+
+  it("ai-code-review: a severity word of the model's own is mapped to the nearest of the four, one it cannot place fails the call (it was shown as info); a line the code does not have is null", async () => {
+    llm.state.reply = () =>
+      JSON.stringify({
+        summary: "Two issues.",
+        findings: [
+          { severity: "Low", line: 0, message: "a", suggestion: null },
+          { severity: "high", line: 2, message: "b", suggestion: null },
+          { severity: "medium", line: 3, message: "c", suggestion: null },
+        ],
+      });
+    try {
+      const review = await run("ai-code-review", { code: "one\ntwo" });
+      expect(
+        review.findings.map((f: { severity: string; line: number | null }) => [f.severity, f.line]),
+      ).toEqual([
+        ["major", 2],
+        ["minor", null],
+        ["info", null],
+      ]);
+      llm.state.reply = () =>
+        JSON.stringify({ summary: "x", findings: [{ severity: "spicy", line: 1, message: "a" }] });
+      expect(await refused("ai-code-review", { code: "one" })).toMatchObject({
+        status: 502,
+        code: "tool_failed",
+        message: expect.stringContaining('the severity "spicy"'),
+      });
+    } finally {
+      llm.state.reply = scriptedModel;
+    }
+  });
+
+  it("ai-summarize: a summary longer than max_words is cut to max_words words, marked with an ellipsis", async () => {
+    llm.state.reply = () => "one two three four five six seven eight";
+    try {
+      const out = await run("ai-summarize", { text: "a long text", max_words: 5 });
+      expect(out.summary).toBe("one two three four five…");
+      llm.state.reply = () => "one two  three";
+      expect((await run("ai-summarize", { text: "a long text", max_words: 5 })).summary).toBe(
+        "one two  three",
+      );
+    } finally {
+      llm.state.reply = scriptedModel;
+    }
   });
 });
 

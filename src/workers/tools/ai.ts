@@ -63,9 +63,24 @@ export const aiSummarize = implement(aiSummarizeTool, {
       },
       timeoutMs,
     );
-    return { summary: result.text.trim(), model: result.model, usage: result.usage };
+    return {
+      summary: atMostWords(result.text.trim(), input.max_words),
+      model: result.model,
+      usage: result.usage,
+    };
   },
 });
+
+/**
+ * `text` cut after its first `max` words, with "…" to say it was cut: the tool promises at most
+ * `max_words`, and a model asked for as much often writes a few more. Failing the call instead
+ * would refund a summary the caller can mostly use.
+ */
+function atMostWords(text: string, max: number): string {
+  const words = text.match(/\S+\s*/g) ?? [];
+  if (words.length <= max) return text;
+  return `${words.slice(0, max).join("").trimEnd()}…`;
+}
 
 export const aiTranslate = implement(aiTranslateTool, {
   unavailable,
@@ -273,14 +288,47 @@ export const aiImageDescribe = implement(aiImageDescribeTool, {
 });
 
 const SEVERITIES = ["critical", "major", "minor", "info"] as const;
+type Severity = (typeof SEVERITIES)[number];
+
+/**
+ * The words models use for severity besides the four asked for, mapped to the nearest of them.
+ * Any other word fails the call (refunded): ranked as "info", a finding the model thought serious
+ * was shown as the least of them, most serious first no longer true.
+ */
+const SEVERITY_WORDS: Record<string, Severity> = {
+  critical: "critical",
+  blocker: "critical",
+  severe: "critical",
+  high: "major",
+  major: "major",
+  error: "major",
+  medium: "minor",
+  moderate: "minor",
+  minor: "minor",
+  warning: "minor",
+  low: "info",
+  info: "info",
+  note: "info",
+  suggestion: "info",
+};
+
+function severityOf(value: unknown): Severity {
+  const word = String(value).trim().toLowerCase();
+  const severity = Object.hasOwn(SEVERITY_WORDS, word) ? SEVERITY_WORDS[word] : undefined;
+  if (!severity)
+    throw new WorkerError(
+      502,
+      "provider_error",
+      `The AI provider's review gave a finding the severity ${JSON.stringify(String(value).slice(0, 40))}, none of ${SEVERITIES.join(", ")}.`,
+    );
+  return severity;
+}
 
 export const aiCodeReview = implement(aiCodeReviewTool, {
   unavailable,
   async run(input, { config, timeoutMs }) {
-    const numbered = input.code
-      .split("\n")
-      .map((line, i) => `${i + 1}: ${line}`)
-      .join("\n");
+    const lines = input.code.split("\n");
+    const numbered = lines.map((line, i) => `${i + 1}: ${line}`).join("\n");
     const result = await chat(
       config,
       {
@@ -299,7 +347,11 @@ export const aiCodeReview = implement(aiCodeReviewTool, {
       timeoutMs,
     );
     const answer = jsonAnswer(result.text) as { summary?: unknown; findings?: unknown };
-    if (typeof answer.summary !== "string" || !Array.isArray(answer.findings))
+    if (
+      typeof answer.summary !== "string" ||
+      !Array.isArray(answer.findings) ||
+      !answer.findings.every((f) => f !== null && typeof f === "object")
+    )
       throw new WorkerError(
         502,
         "provider_error",
@@ -307,10 +359,12 @@ export const aiCodeReview = implement(aiCodeReviewTool, {
       );
     const findings = (answer.findings as Record<string, unknown>[])
       .map((f) => ({
-        severity: SEVERITIES.includes(f.severity as never)
-          ? (f.severity as (typeof SEVERITIES)[number])
-          : ("info" as const),
-        line: Number.isInteger(f.line) ? (f.line as number) : null,
+        severity: severityOf(f.severity),
+        // A line the code does not have is no place to point at: the finding stays, unplaced.
+        line:
+          Number.isInteger(f.line) && (f.line as number) >= 1 && (f.line as number) <= lines.length
+            ? (f.line as number)
+            : null,
         message: String(f.message ?? ""),
         suggestion: typeof f.suggestion === "string" ? f.suggestion : null,
       }))
