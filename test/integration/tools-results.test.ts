@@ -406,6 +406,16 @@ describe("provider tools", () => {
       "schema",
     ]);
     expect(lookbehind.body.error.message).toMatch(/^The schema is not a valid JSON Schema: /);
+    // ai-extract-url refuses it before fetching the page (this address is never asked).
+    const url = await callTool(gw.url, key, "ai-extract-url", {
+      url: "https://unreachable.invalid/",
+      schema: { type: "object", properties },
+    });
+    expect([url.status, url.body.error.code, url.body.error.param]).toEqual([
+      422,
+      "validation_failed",
+      "schema",
+    ]);
     expect(await balanceOf(gw.url, key)).toBe(before);
     expect(llm.requests.length).toBe(asked);
   });

@@ -377,6 +377,8 @@ export const aiExtractUrl = implement(aiExtractUrlTool, {
   unavailable,
   async run(input, ctx) {
     const { config, timeoutMs } = ctx;
+    // A schema it would refuse is refused before the page is fetched (compiled once: cached).
+    extractionValidator(input.schema);
     const startedAt = Date.now();
     const page = await fetchPublic(config, input.url, {
       timeoutMs: Math.min(20_000, timeoutMs / 2),
