@@ -1,3 +1,4 @@
+import { BooksUnavailableError } from "../books/errors.js";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { z } from "zod";
@@ -89,9 +90,18 @@ export async function renderAnalyticsPage(
       .ready(5000)
       .then((db) =>
         accountAnalytics(db, account.id, { from, to, granularity: range.granularity, groupBy }),
-      ),
+      )
+      // Unreachable books: the page says so (the API's 503 JSON came in its place).
+      .catch((err: unknown) => {
+        if (err instanceof BooksUnavailableError) return null;
+        throw err;
+      }),
     services.store.listKeys(account.id),
   ]);
+  if (!answer)
+    return page(
+      `<p class="notice error" data-testid="analytics-unavailable">Analytics read the books, which cannot be reached right now; calls are still served and charged. Try again in a little while.</p>`,
+    );
   const keyLabels: Record<string, string> = Object.fromEntries(
     keys
       .map((key) => keyView(key))

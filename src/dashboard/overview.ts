@@ -1,5 +1,6 @@
 import { TIERS, PERIOD_MS } from "../accounts/tiers.js";
 import { accountView, ledgerEntryView } from "../accounts/views.js";
+import { BooksUnavailableError } from "../books/errors.js";
 import { usagePage } from "../books/usage.js";
 import { esc } from "../pages/respond.js";
 import type { Services } from "../services.js";
@@ -32,7 +33,13 @@ export async function ledgerPage(
   page: { cursor?: string; limit: number },
 ): Promise<Page<LedgerEntry>> {
   const db = services.books ? await services.books.ready(BOOKS_WAIT_MS).catch(() => null) : null;
-  return usagePage(services.store, db, accountId, {}, page);
+  if (!db) return usagePage(services.store, null, accountId, {}, page);
+  // The books gone after they opened (ready() answers at once then): the store's entries alone,
+  // as before they opened, rather than the API's 503 in place of the page.
+  return usagePage(services.store, db, accountId, {}, page).catch((err: unknown) => {
+    if (!(err instanceof BooksUnavailableError)) throw err;
+    return usagePage(services.store, null, accountId, {}, page);
+  });
 }
 
 /** When the account's current period began: its paid plan's or Free allowance's period, else the last 30 days (or since sign-up). */

@@ -76,6 +76,26 @@ async function until<T>(
   }
 }
 
+/** A dashboard session for `apiKey`, signed in as the sign-in form does. */
+async function signInToDashboard(apiKey: string): Promise<string> {
+  const res = await fetch(`${gw.url}/dashboard/sign-in`, {
+    method: "POST",
+    redirect: "manual",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "sec-fetch-site": "same-origin",
+    },
+    body: new URLSearchParams({ api_key: apiKey }).toString(),
+  });
+  expect(res.status).toBe(303);
+  return (res.headers.get("set-cookie") ?? "").split(";")[0]!;
+}
+
+const dashboardPage = async (path: string, cookie: string) => {
+  const res = await fetch(`${gw.url}${path}`, { headers: { cookie, accept: "text/html" } });
+  return { status: res.status, type: res.headers.get("content-type"), text: await res.text() };
+};
+
 it("serves and charges calls while PostgreSQL is down, then exports every entry once", async () => {
   const { key, accountId } = await fundedAccount(gw.url, 1000, "business");
   const calls = async (n: number) => {
@@ -87,6 +107,7 @@ it("serves and charges calls while PostgreSQL is down, then exports every entry 
     expect(statuses).toEqual(Array(n).fill(200));
   };
   await calls(20);
+  const cookie = await signInToDashboard(key);
   await until(
     "exported before the outage",
     () =>
@@ -124,6 +145,13 @@ it("serves and charges calls while PostgreSQL is down, then exports every entry 
     expect(degraded!.detail).toMatch(/books export/);
     const usage = await call(`${gw.url}/api/v1/usage`, { key });
     expect([usage.status, usage.body.error?.code]).toEqual([503, "books_unavailable"]);
+    // The dashboard's pages still open: the feed from the store's entries, analytics a notice.
+    const overview = await dashboardPage("/dashboard", cookie);
+    expect([overview.status, overview.type]).toEqual([200, "text/html; charset=utf-8"]);
+    expect(overview.text).toContain('data-entry-id="');
+    const analytics = await dashboardPage("/dashboard/analytics", cookie);
+    expect([analytics.status, analytics.type]).toEqual([200, "text/html; charset=utf-8"]);
+    expect(analytics.text).toContain('data-testid="analytics-unavailable"');
     expect(
       Number(
         (await call(`${gw.url}/metrics`)).body.match(
