@@ -103,6 +103,12 @@ export const facilitatorFeeRequestId = (paymentId: string, claim?: string) =>
 /** The idempotency key of a paid call keyed by its payment alone (no key of the client's). */
 const paymentCallKey = (paymentId: string) => `x402:${paymentId}`;
 
+/**
+ * A key gone since it asked for a facilitator settlement (revoked, expired, pruned): no reason to
+ * refuse the account its settlement's fee. (A key's budget still is: it holds for a fee not taken.)
+ */
+const KEY_REFUSALS = new Set<AdmitOutcome["status"]>(["invalid_key", "revoked", "expired"]);
+
 export class Payments {
   readonly clients: Map<string, NetworkClients>;
   /** Each network's relayer pool: nonce sequences, gas and fee caches. */
@@ -469,12 +475,16 @@ export class Payments {
    * Before an abandoned facilitator settlement is sent: its fee, debited under the claim's request
    * id. The dead process may have died before its debit (made now), after it (not made again), or
    * in the middle of releasing the claim, its fee given back (the client was told it failed, and
-   * nothing was sent: the release is finished, not the settlement). A fee the account or key now
-   * refuses is not taken, and the claim is released, as when it is refused at the settle itself.
+   * nothing was sent: the release is finished, not the settlement). A fee the account cannot pay is
+   * not taken, and the claim is released, as when it is refused at the settle itself. The key that
+   * asked may be revoked or expired since: the settlement was its to ask for then, so the fee is
+   * the account's (a fee it had taken stays taken: refused for the key, the settlement it may have
+   * sent already would land with its fee given back and its record gone).
    * Answers whether the settlement may be sent.
    */
   private async abandonedFee(record: PaymentRecord): Promise<boolean> {
-    const outcome = await this.debitFee(record);
+    let outcome = await this.debitFee(record);
+    if (KEY_REFUSALS.has(outcome.status)) outcome = await this.debitFee(record, null);
     if (outcome.status === "ok" && !outcome.refunded) return true;
     this.services.log.warn(
       { payment: record.id, account: record.accountId, outcome: outcome.status },
@@ -772,10 +782,13 @@ export class Payments {
    * it: once per claim whoever asks (a debit already made under that id is not made again, nor one
    * refunded since).
    */
-  private debitFee(record: PaymentRecord): Promise<AdmitOutcome> {
+  private debitFee(
+    record: PaymentRecord,
+    keyHash: string | null = record.feeKeyHash ?? null,
+  ): Promise<AdmitOutcome> {
     return this.services.store.admit({
       accountId: record.accountId,
-      keyHash: record.feeKeyHash ?? null,
+      keyHash,
       cost: record.facilitatorFee!,
       requestId: record.feeRequestId!,
       tool: null,

@@ -243,4 +243,41 @@ describe("a facilitator settlement whose process dies between its claim and its 
     expect([retry.status, retry.body.success]).toEqual([200, true]);
     expect(await fees()).toEqual([["debit", -5, "the key"]]);
   }, 60_000);
+
+  it("is sent with the fee it had taken when the key that asked for it is revoked before the reconciler comes", async () => {
+    const { settle, fees, credits, key, keyId, paymentId } = await facilitation();
+    const before = await balanceOf(setup.chains.base, APP_PAY_TO);
+    const { store } = setup.gw.services;
+    const { admit } = store;
+    // The process "dies" right after its fee debit: nothing after it runs.
+    let died = false;
+    store.admit = async (request) => {
+      if (request.reason !== "facilitator_settle" || died) return admit.call(store, request);
+      await admit.call(store, request);
+      died = true;
+      return new Promise(() => {});
+    };
+    try {
+      void settle().catch(() => undefined); // never answered
+      await until(
+        () => store.getPayment(paymentId),
+        () => died,
+      );
+      const revoked = await call(`${setup.gw.url}/api/v1/keys/${keyId}?force=true`, {
+        key,
+        method: "DELETE",
+      });
+      expect(revoked.status).toBe(200);
+      const settled = await until(
+        () => store.getPayment(paymentId),
+        (record) => record?.state === "settled",
+      );
+      expect(settled?.state).toBe("settled");
+    } finally {
+      store.admit = admit;
+    }
+    expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
+    expect(await fees()).toEqual([["debit", -5, "the key"]]);
+    expect(await credits()).toBe(995);
+  }, 60_000);
 });
