@@ -365,8 +365,12 @@ export function openRedisClient(options: RedisConnectionOptions): RedisClient {
         ) ||
         // Redis's own error codes, in capitals as Redis sends them (so a script's "loading" or
         // "readonly" in prose stays a bug): a Cluster master down, a resharding or failover
-        // under way, a node still loading its data.
-        /\b(CLUSTERDOWN|TRYAGAIN|MASTERDOWN|LOADING|READONLY)\b/.test(message)
+        // under way, a node still loading its data; a Redis refusing writes for a while (full at
+        // maxmemory, unable to persist, short of replicas) or busy with a script. A script refused
+        // for OOM wrote nothing: Redis refuses a script's first write, never a later one.
+        /\b(CLUSTERDOWN|TRYAGAIN|MASTERDOWN|LOADING|READONLY|OOM|MISCONF|NOREPLICAS|BUSY)\b/.test(
+          message,
+        )
       ) {
         throw new StoreUnavailableError(message);
       }

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { tierLimits } from "../../src/store/index.js";
@@ -88,6 +89,51 @@ describe("Redis stops mid-traffic", () => {
     });
     try {
       await expectBooksAddUp(store, accountId, served);
+    } finally {
+      await store.close();
+    }
+  }, 30_000);
+});
+
+describe("Redis out of memory (maxmemory, noeviction)", () => {
+  let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
+  let gw: GatewayProcess;
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    gw = await spawnGateway("oom:", { REDIS_URL: redis.url });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await redis?.stop();
+  });
+
+  it("answers 503 store_unavailable, not 500, charges nothing for it, and serves again once Redis has room", async () => {
+    const { key, accountId } = await fundedAccount(gw.url, 1000, "business");
+    expect((await callTool(gw.url, key, "hash", { text: "before" })).status).toBe(200);
+    const admin = new Redis(redis.url);
+    try {
+      await admin.config("SET", "maxmemory-policy", "noeviction");
+      await admin.config("SET", "maxmemory", "1");
+      const refused = await callTool(gw.url, key, "hash", { text: "full" });
+      expect([
+        refused.status,
+        refused.body.error?.code,
+        refused.headers.get("retry-after"),
+      ]).toEqual([503, "store_unavailable", "1"]);
+      await admin.config("SET", "maxmemory", "0");
+    } finally {
+      admin.disconnect();
+    }
+    expect((await callTool(gw.url, key, "hash", { text: "after" })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1500));
+    const store = createRedisStore({
+      url: redis.url,
+      keyPrefix: "oom:",
+      tiers: tierLimits(),
+      periodMs: PERIOD_MS,
+    });
+    try {
+      await expectBooksAddUp(store, accountId, 2);
     } finally {
       await store.close();
     }
