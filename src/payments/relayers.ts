@@ -22,8 +22,9 @@ import type { NetworkClients } from "./chain.js";
  *   gateway process, started from the chain's pending count the first time and moved forward to
  *   the chain's count again when the node says a nonce is taken (resync). A nonce handed out
  *   whose transaction the node refused is a gap that would hold up every later nonce: it is
- *   filled at once with a zero-value self-transfer; a gap left anyway (a process that died
- *   between taking and sending, a filler that failed) is found and filled by `repairGaps`.
+ *   handed back to the sequence if no later one was taken, else filled at once with a zero-value
+ *   self-transfer (`giveBack`); a gap left anyway (a process that died between taking and
+ *   sending, a filler that failed) is found and filled by `repairGaps`.
  * - Gas: estimated once per token for the (v, r, s) form, whose calldata shape never changes,
  *   kept with a 50% margin (unused gas is not paid for) and estimated again after a failure.
  *   ERC-1271 (bytes signature) settlements run wallet code of any cost: estimated each time.
@@ -69,7 +70,7 @@ export interface Fees {
  */
 const SEND_ANSWERED = new Error("the sync send answered");
 
-/** A send the node did not take: nothing was broadcast (the nonce it had is filled or refilled). */
+/** A send the node did not take: nothing was broadcast (the nonce it had is handed back or filled). */
 export class SendRefused extends Error {
   constructor(readonly reason: string) {
     super(reason);
@@ -323,12 +324,7 @@ export class Relayers {
           throw new SendRefused(reason);
         }
         if (gasTooLow(err)) this.forgetGas(tx.gas.shape);
-        void this.fill(account, nonce, fees).catch((fillErr: unknown) =>
-          this.log.warn(
-            { relayer: account.address, nonce, err: String(fillErr) },
-            "could not fill a nonce gap yet; the reconciler retries",
-          ),
-        );
+        await this.giveBack(account, nonce);
         throw new SendRefused(reason);
       }
     }
@@ -453,6 +449,40 @@ export class Relayers {
     if (shape !== null) this.gasByShape.delete(shape);
   }
 
+  /**
+   * A nonce whose transaction the node refused (so it was never in any pool) must not stay a hole
+   * that every later transaction of the key waits behind. It is handed back to the sequence when
+   * no later nonce was taken since (one atomic compare in the store, so it holds across
+   * processes): the next send uses it, and nothing is spent on a filler. When a later one was
+   * taken, possibly by another process with its transaction already in the node's pool, the
+   * sequence cannot move back (that nonce would be handed out twice): the hole is filled at the
+   * chain's current fees, not the refused send's, which the node may refuse for the same reason
+   * (a spiked base fee). A filler refused too (a key with no ETH) is left to `repairGaps`.
+   */
+  private async giveBack(account: LocalAccount, nonce: number): Promise<void> {
+    const given = await this.sequence(account)
+      .then((name) => this.store.giveBackRelayerNonce(name, nonce))
+      .catch(() => false);
+    if (given) return;
+    void this.fillerFees()
+      .then((fees) => this.fill(account, nonce, fees))
+      .catch((fillErr: unknown) =>
+        this.log.warn(
+          { relayer: account.address, nonce, err: String(fillErr) },
+          "could not fill a nonce gap yet; the reconciler retries",
+        ),
+      );
+  }
+
+  /** A filler's fees: above the chain's current ones, and above whatever may be waiting at its nonce unseen, so the node takes it as a replacement. */
+  private async fillerFees(): Promise<Fees> {
+    const current = await this.clients.public.estimateFeesPerGas();
+    return {
+      maxFeePerGas: current.maxFeePerGas * 2n,
+      maxPriorityFeePerGas: current.maxPriorityFeePerGas * 2n,
+    };
+  }
+
   /** Uses up `nonce` with a zero-value self-transfer, so the relayer's later transactions can be mined. */
   async fill(account: LocalAccount, nonce: number, fees: Fees): Promise<Hex> {
     const signed = await account.signTransaction({
@@ -506,12 +536,7 @@ export class Relayers {
       }
       if (Date.now() - head.since < afterMs || heldByPayments(account.address, mined, head.since))
         continue;
-      const current = await this.clients.public.estimateFeesPerGas();
-      // Above whatever may be waiting there unseen, so the node takes the filler as its replacement.
-      await this.fill(account, mined, {
-        maxFeePerGas: current.maxFeePerGas * 2n,
-        maxPriorityFeePerGas: current.maxPriorityFeePerGas * 2n,
-      });
+      await this.fill(account, mined, await this.fillerFees());
       head.since = Date.now();
     }
   }

@@ -33,4 +33,9 @@ export interface PaymentStore {
   peekRelayerNonce(name: string): Promise<number | null>;
   /** Moves a relayer's sequence forward to `next` (a resync with the chain), never back; the sequence after. */
   raiseRelayerNonce(name: string, next: number): Promise<number>;
+  /**
+   * Hands `nonce` back to a relayer's sequence (the node refused its transaction: it was never
+   * sent) when it is still the last nonce handed out; false when a later one was taken since.
+   */
+  giveBackRelayerNonce(name: string, nonce: number): Promise<boolean>;
 }

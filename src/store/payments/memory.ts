@@ -82,5 +82,11 @@ export function memoryPayments(state: MemoryState): PaymentStore {
       relayerNonces.set(name, Math.max(next, relayerNonces.get(name) ?? 0));
       return relayerNonces.get(name)!;
     },
+
+    async giveBackRelayerNonce(name: string, nonce: number) {
+      if (relayerNonces.get(name) !== nonce + 1) return false;
+      relayerNonces.set(name, nonce);
+      return true;
+    },
   };
 }

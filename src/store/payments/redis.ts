@@ -92,5 +92,13 @@ export function redisPayments({ redis, call, script }: RedisContext): PaymentSto
         await script<number>("relayer-nonce", [redisKey.relayerNonce(name)], ["raise", next]),
       );
     },
+
+    async giveBackRelayerNonce(name: string, nonce: number): Promise<boolean> {
+      return (
+        Number(
+          await script<number>("relayer-nonce", [redisKey.relayerNonce(name)], ["give", nonce]),
+        ) === 1
+      );
+    },
   };
 }
