@@ -373,6 +373,7 @@ export class Payments {
     this.services.metrics.payments.inc({ outcome: outcome.state, network: network.name });
     if (outcome.state === "unsent") {
       await this.release(record); // nothing was broadcast: the authorization may be retried
+      if (outcome.relayers) throw relayersUnavailable(network.name);
       throw this.refusal(new Error(outcome.reason), network.name);
     }
     if (outcome.state === "failed" && !(await this.mayHaveMoved(clients, auth))) {
@@ -908,3 +909,16 @@ const pending = () =>
 /** A payment's call runs under a key its client chose (Idempotency-Key, payment identifier), not the payment's own. */
 const isKeyedByClient = (record: PaymentRecord): boolean =>
   !!record.call && record.call.key !== paymentCallKey(record.id);
+
+/**
+ * No relayer key could send the settlement (none has ETH for gas, the chain refused the fees):
+ * the gateway's trouble, not the payment's. Nothing was sent or charged, the payment is released,
+ * and the same payment is taken again once a key can send (funding a key takes the operator
+ * minutes, hence a longer wait than an RPC's hiccup).
+ */
+const relayersUnavailable = (network: string) =>
+  new ApiError(
+    "chain_unavailable",
+    `The gateway cannot send settlements on ${network} right now; nothing was charged. Retry later with the same payment.`,
+    { headers: { "Retry-After": "30" } },
+  );

@@ -1,16 +1,20 @@
 import {
   BaseError,
+  FeeCapTooLowError,
   HttpRequestError,
+  InsufficientFundsError,
   MethodNotFoundRpcError,
   MethodNotSupportedRpcError,
   RpcRequestError,
   TimeoutError,
+  TipAboveFeeCapError,
   TransactionNotFoundError,
   type Address,
   type Hex,
   type LocalAccount,
   type TransactionReceipt,
 } from "viem";
+import { getNodeError } from "viem/utils";
 import type { Logger } from "pino";
 import type { RelayedTransaction, Store } from "../store/types.js";
 import type { NetworkClients } from "./chain.js";
@@ -77,6 +81,22 @@ export class SendRefused extends Error {
   }
 }
 
+/**
+ * A send no key of the pool could make for the relayers' or the chain's own reasons (no ETH for
+ * gas, fees below the base fee): nothing was broadcast, and the payment is not at fault.
+ */
+export class RelayersCannotSend extends Error {}
+
+/** One key's send refused for the relayer's or the chain's reasons (`relayerRefusal`): the next key may send it. */
+class RelayerRefused extends Error {
+  constructor(
+    readonly reason: string,
+    readonly kind: "funds" | "fees",
+  ) {
+    super(reason);
+  }
+}
+
 /** What a send did: the transaction's hash and what was signed; its receipt when the node answered the send with it. */
 export interface Sent {
   hash: Hex;
@@ -124,6 +144,27 @@ const methodMissing = (err: unknown) =>
     /\bmethod\b.*\b(not found|not supported|unsupported|does not exist|not available)\b/i.test(
       err.details ?? err.message,
     ));
+/**
+ * Why the node refused a send for the relayer's or the chain's reasons, never the payment's: the
+ * key cannot pay for gas ("funds"), or the fees are below what the chain asks now ("fees": a
+ * spiked base fee, a node's minimum price). viem's own node-error classes tell them apart (and
+ * its patterns are kept up with the nodes'); a node's minimum price and a full pool have none.
+ * null: any other refusal, which the payment may have caused (a simulation that reverts).
+ */
+const relayerRefusal = (err: unknown): "funds" | "fees" | null => {
+  if (!nodeAnswered(err)) return null;
+  const node = getNodeError(err as BaseError, {});
+  if (node instanceof InsufficientFundsError) return "funds";
+  if (node instanceof FeeCapTooLowError || node instanceof TipAboveFeeCapError) return "fees";
+  const details = (err as BaseError).details ?? (err as Error).message;
+  if (
+    /transaction underpriced|gas price below minimum|txpool is full|exceeds the configured cap/i.test(
+      details,
+    )
+  )
+    return "fees";
+  return null;
+};
 const gasTooLow = (err: unknown) =>
   /intrinsic gas too low|out of gas/i.test((err as BaseError).details ?? (err as Error).message);
 
@@ -261,6 +302,11 @@ export class Relayers {
    * `alreadyDone` is asked before resending at a new nonce: a send whose first answer was lost may
    * have landed under another URL. With `receiptBy` (a time, ms since the epoch), the send may wait
    * for the receipt until then (sync send, above): a send still unanswered then is SendUnknown.
+   * A key the node refuses for its own reasons (no ETH for gas) hands the send to the next key of
+   * the pool; fees the chain refuses (a spiked base fee) are worked out once again from the block
+   * being built. A refused send never reached the node (its nonce is handed back or filled), so
+   * the transfer is in one node's hands at most once. When no key can send it:
+   * RelayersCannotSend (nothing broadcast, the payment not at fault).
    */
   async send(
     tx: Outgoing,
@@ -268,11 +314,66 @@ export class Relayers {
     alreadyDone: () => Promise<boolean>,
     receiptBy?: number,
   ): Promise<Sent> {
-    const account = this.clients.relayers[this.turn++ % this.clients.relayers.length]!;
+    const pool = this.clients.relayers;
+    const first = this.turn++;
+    let seen = block;
+    let feesRenewed = false;
+    let refused: RelayerRefused | null = null;
+    for (let i = 0; i < pool.length; ) {
+      const account = pool[(first + i) % pool.length]!;
+      try {
+        return await this.sendFrom(account, tx, seen, alreadyDone, receiptBy);
+      } catch (err) {
+        if (!(err instanceof RelayerRefused)) throw err;
+        refused = err;
+        const where = { relayer: account.address, network: this.clients.network.name };
+        if (err.kind === "fees") {
+          this.log.warn({ ...where, reason: err.reason }, "the chain refused a relayer's fees");
+          // Once, at the fees of the block being built, from the same key; refused again, the next key tries.
+          if (!feesRenewed) {
+            feesRenewed = true;
+            seen = await this.nextBlock(seen).catch(() => seen);
+            continue;
+          }
+        } else {
+          // An operator's emergency: the key's payments go to the pool's other keys meanwhile, or fail.
+          this.log.error(
+            { ...where, reason: err.reason },
+            "relayer key cannot pay for gas: fund it (its settlements go to the pool's other keys)",
+          );
+        }
+        i++;
+      }
+    }
+    throw new RelayersCannotSend(refused!.reason);
+  }
+
+  /**
+   * The block being built (`pending`), as a send's fees are worked out from: its base fee is the
+   * one the node checks a send against, already past a spike the latest block may not show yet.
+   */
+  private async nextBlock(seen: SeenBlock): Promise<SeenBlock> {
+    const pending = await this.clients.public.getBlock({ blockTag: "pending" });
+    return {
+      number: pending.number ?? seen.number + 1n,
+      baseFeePerGas: pending.baseFeePerGas,
+    };
+  }
+
+  /** `send` from one key of the pool; RelayerRefused when the node refuses it for the key's or the chain's reasons. */
+  private async sendFrom(
+    account: LocalAccount,
+    tx: Outgoing,
+    block: SeenBlock,
+    alreadyDone: () => Promise<boolean>,
+    receiptBy?: number,
+  ): Promise<Sent> {
     const beforeSending = async <T>(step: Promise<T>): Promise<T> =>
       step.catch((err: unknown) => {
-        if (nodeAnswered(err))
-          throw new SendRefused((err as BaseError).shortMessage ?? "the transfer cannot be sent");
+        const reason = (err as BaseError).shortMessage ?? "the transfer cannot be sent";
+        const relayers = relayerRefusal(err);
+        if (relayers) throw new RelayerRefused(reason, relayers);
+        if (nodeAnswered(err)) throw new SendRefused(reason);
         throw new NotSent((err as BaseError).shortMessage ?? (err as Error).message);
       });
     const [gas, fees] = await beforeSending(
@@ -325,6 +426,8 @@ export class Relayers {
         }
         if (gasTooLow(err)) this.forgetGas(tx.gas.shape);
         await this.giveBack(account, nonce);
+        const relayers = relayerRefusal(err);
+        if (relayers) throw new RelayerRefused(reason, relayers);
         throw new SendRefused(reason);
       }
     }

@@ -11,6 +11,7 @@ import type { RelayedTransaction } from "../store/types.js";
 import { transferInReceipt } from "./receipt.js";
 import {
   NotSent,
+  RelayersCannotSend,
   SendRefused,
   SendUnknown,
   type Outgoing,
@@ -30,13 +31,14 @@ const multicall3Abi = MULTICALL3_ABI as typeof MULTICALL3_ABI;
  * receipt's logs: credited only when its AuthorizationUsed and its Transfer(from → payTo, value)
  * are there (receipt.ts). An outcome that cannot be known in time (no receipt, an RPC that
  * stopped answering after the send) is `pending`: never a failure, since the money may have
- * moved. `unsent`: nothing was broadcast because a read or the store failed first (ours to
- * report, 503).
+ * moved. `unsent`: nothing was broadcast because a read or the store failed first, or because
+ * no relayer key could send it (`relayers`: none has ETH for gas, the chain refused the fees):
+ * ours to report, 503, never the payment's fault.
  */
 export type Settlement =
   | { state: "settled"; txHash: Hex; blockNumber: bigint }
   | { state: "failed"; reason: string; txHash?: Hex }
-  | { state: "unsent"; reason: string }
+  | { state: "unsent"; reason: string; relayers?: true }
   | {
       state: "pending";
       reason: string;
@@ -196,6 +198,8 @@ export class Settler {
     } catch (err) {
       if (err instanceof SendRefused) return all({ state: "failed", reason: err.reason });
       if (err instanceof NotSent) return all({ state: "unsent", reason: err.message });
+      if (err instanceof RelayersCannotSend)
+        return all({ state: "unsent", reason: err.message, relayers: true });
       // A timeout or a lost connection may have sent it.
       if (err instanceof SendUnknown)
         return all({ state: "pending", reason: err.reason, relay: err.relay, txHash: err.hash });

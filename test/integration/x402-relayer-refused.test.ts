@@ -3,12 +3,21 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { call, startGateway, type TestGateway } from "../helpers/gateway.js";
-import { relayerKey, signAuthorization, startChains, v1Header } from "../helpers/x402.js";
+import {
+  PAY_TO,
+  balanceOf,
+  relayerKey,
+  signAuthorization,
+  startChains,
+  v1Header,
+} from "../helpers/x402.js";
 
 /**
  * A send the node refuses for the relayer's own reasons (its key has no ETH for gas) is not the
- * payer's fault. Its nonce never reached the node, so it must not stay a hole that the key's
- * next payments wait behind for a whole receipt timeout.
+ * payer's fault: another key of the pool sends it, and when none can, the answer is 503
+ * chain_unavailable, nothing charged, the same payment taken again later. Its nonce never reached
+ * the node, so it must not stay a hole that the key's next payments wait behind for a whole
+ * receipt timeout.
  */
 const PRICE = 2000n;
 const PAYERS = Array.from({ length: 12 }, (_, i) => randomWallet(41_000 + i));
@@ -82,4 +91,70 @@ describe("a relayer key the node refuses (no ETH for gas)", () => {
       await rpc().getTransactionCount({ address: relayer, blockTag: "latest" }),
     );
   }, 30_000);
+
+  it("fees below a spiked base fee: sent again from the same key at the chain's current fees, and served", async () => {
+    const payer = PAYERS[10]!;
+    const block = await rpc().getBlock();
+    await rpc().request({
+      method: "anvil_setNextBlockBaseFeePerGas" as never,
+      params: [`0x${(block.baseFeePerGas! * 1000n + 1_000_000_000n).toString(16)}`] as never,
+    });
+    const { answer } = await pay(gw, payer);
+    expect([answer.status, answer.body.error?.code]).toEqual([200, undefined]);
+    expect(await purchases(gw, payer)).toBe(1);
+  }, 60_000);
+});
+
+describe("a relayer pool with keys the node refuses (no ETH for gas)", () => {
+  const keys = [6, 5];
+  const relayers = keys.map((i) => anvilAccount(i).address);
+  let gw: TestGateway;
+  beforeAll(async () => {
+    const { X402_RELAYER_PRIVATE_KEY: _single, ...env } = chains.env;
+    gw = await startGateway({
+      env: {
+        ...env,
+        X402_RELAYER_PRIVATE_KEYS: keys.map((i) => relayerKey(i)).join(","),
+        X402_RECEIPT_TIMEOUT_MS: RECEIPT_TIMEOUT_MS,
+      },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await gw?.stop();
+    for (const r of relayers) await setBalance(r, parseEther("10000"));
+  });
+
+  it("one key unfunded: every payer is served by the other key and credited once", async () => {
+    await setBalance(relayers[0]!, 0n);
+    const payers = PAYERS.slice(3, 9);
+    const before = await balanceOf(chains.base, PAY_TO);
+    const answers = [];
+    for (const p of payers) answers.push((await pay(gw, p)).answer);
+    expect(answers.map((a) => [a.status, a.body.error?.code])).toEqual(
+      payers.map(() => [200, undefined]),
+    );
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + BigInt(payers.length) * PRICE);
+    for (const p of payers) expect(await purchases(gw, p)).toBe(1);
+    await setBalance(relayers[0]!, parseEther("10000"));
+  }, 60_000);
+
+  it("every key unfunded: 503 chain_unavailable with Retry-After, nothing charged; refilled, the same payment settles once", async () => {
+    for (const r of relayers) await setBalance(r, 0n);
+    const payer = PAYERS[9]!;
+    const before = await balanceOf(chains.base, PAY_TO);
+    const refused = await pay(gw, payer);
+    expect([refused.answer.status, refused.answer.body.error?.code]).toEqual([
+      503,
+      "chain_unavailable",
+    ]);
+    expect(Number(refused.answer.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before);
+    expect(await purchases(gw, payer)).toBe(0);
+    expect(await gw.services.store.openPayments()).toEqual([]);
+    for (const r of relayers) await setBalance(r, parseEther("10000"));
+    const again = await pay(gw, payer, refused.header);
+    expect([again.answer.status, again.answer.body.error?.code]).toEqual([200, undefined]);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE);
+    expect(await purchases(gw, payer)).toBe(1);
+  }, 60_000);
 });
