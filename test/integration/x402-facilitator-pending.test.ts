@@ -63,6 +63,24 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Pr
   }
 }
 
+/**
+ * The gateway's process "dying" at a facilitator settlement's fee debit: the debit (made first
+ * when `debitFirst`) is never answered, so nothing after it runs; the reconciler, which admits
+ * with the same store, is let through once it has died.
+ */
+function diesAtFeeDebit({ debitFirst }: { debitFirst: boolean }) {
+  const { store } = setup.gw.services;
+  const { admit } = store;
+  const dying = { died: false, restore: () => void (store.admit = admit) };
+  store.admit = async (request) => {
+    if (request.reason !== "facilitator_settle" || dying.died) return admit.call(store, request);
+    if (debitFirst) await admit.call(store, request);
+    dying.died = true;
+    return new Promise(() => {});
+  };
+  return dying;
+}
+
 describe("a facilitator settlement whose outcome is unknown", () => {
   it("answers success:false unexpected_settle_error (payment_pending), is reconciled, and the next settle answers success once", async () => {
     const { settle, fees } = await facilitation();
@@ -207,19 +225,13 @@ describe("a facilitator settlement whose process dies between its claim and its 
     const { settle, fees, credits, paymentId } = await facilitation();
     const before = await balanceOf(setup.chains.base, APP_PAY_TO);
     const { store } = setup.gw.services;
-    const { admit } = store;
     // The process "dies" once the payment is claimed: its fee debit never happens, nothing after it runs.
-    let died = false;
-    store.admit = (request) => {
-      if (request.reason !== "facilitator_settle" || died) return admit.call(store, request);
-      died = true;
-      return new Promise(() => {});
-    };
+    const dying = diesAtFeeDebit({ debitFirst: false });
     try {
       void settle().catch(() => undefined); // never answered
       const claimed = await until(
         () => store.getPayment(paymentId),
-        () => died,
+        () => dying.died,
       );
       expect(claimed?.state).toBe("settling");
       expect(claimed?.feeRequestId).toBeTruthy();
@@ -231,7 +243,7 @@ describe("a facilitator settlement whose process dies between its claim and its 
       );
       expect(settled?.state).toBe("settled");
     } finally {
-      store.admit = admit;
+      dying.restore();
     }
     expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
     expect(await fees()).toEqual([["debit", -5, "the key"]]);
@@ -247,20 +259,13 @@ describe("a facilitator settlement whose process dies between its claim and its 
     const { settle, fees, credits, key, keyId, paymentId } = await facilitation();
     const before = await balanceOf(setup.chains.base, APP_PAY_TO);
     const { store } = setup.gw.services;
-    const { admit } = store;
     // The process "dies" right after its fee debit: nothing after it runs.
-    let died = false;
-    store.admit = async (request) => {
-      if (request.reason !== "facilitator_settle" || died) return admit.call(store, request);
-      await admit.call(store, request);
-      died = true;
-      return new Promise(() => {});
-    };
+    const dying = diesAtFeeDebit({ debitFirst: true });
     try {
       void settle().catch(() => undefined); // never answered
       await until(
         () => store.getPayment(paymentId),
-        () => died,
+        () => dying.died,
       );
       const revoked = await call(`${setup.gw.url}/api/v1/keys/${keyId}?force=true`, {
         key,
@@ -273,7 +278,7 @@ describe("a facilitator settlement whose process dies between its claim and its 
       );
       expect(settled?.state).toBe("settled");
     } finally {
-      store.admit = admit;
+      dying.restore();
     }
     expect(await balanceOf(setup.chains.base, APP_PAY_TO)).toBe(before + PRICE);
     expect(await fees()).toEqual([["debit", -5, "the key"]]);

@@ -182,19 +182,19 @@ export function memoryCredits(state: MemoryState): CreditStore {
         a.debits.set(request.requestId, { cost: request.cost, keyId });
         a.outbox.push(...events);
         charged = true;
-      } else if (request.cost > 0 && a.debits.get(request.requestId) === "refunded") {
-        return {
-          status: "ok",
-          account: state.view(a),
-          keyId,
-          keyLimited,
-          rate,
-          charged,
-          events,
-          refunded: true,
-        };
       }
-      return { status: "ok", account: state.view(a), keyId, keyLimited, rate, charged, events };
+      // As in Lua (admit_call): a debit made under this request id and refunded since is said so.
+      const refunded = request.cost > 0 && a.debits.get(request.requestId) === "refunded";
+      return {
+        status: "ok",
+        account: state.view(a),
+        keyId,
+        keyLimited,
+        rate,
+        charged,
+        events,
+        ...(refunded ? { refunded } : {}),
+      };
     },
 
     async releaseBudgetHold(accountId: string, holdId: string): Promise<void> {
