@@ -371,7 +371,13 @@ export class Payments {
       arrival.leave();
     }
     this.services.metrics.payments.inc({ outcome: outcome.state, network: network.name });
-    if (outcome.state === "unsent") {
+    // Refused by the relayers' node for its own reasons, the send may still have reached another:
+    // with several RPC URLs, one whose answer timed out took it into its pool before the next
+    // refused it ("underpriced"). The chain decides, as for a failed send; moved, it is pending.
+    if (
+      outcome.state === "unsent" &&
+      !(outcome.relayers && (await this.mayHaveMoved(clients, auth)))
+    ) {
       await this.release(record); // nothing was broadcast: the authorization may be retried
       if (outcome.relayers) throw relayersUnavailable(network.name);
       throw this.refusal(new Error(outcome.reason), network.name);
@@ -381,14 +387,16 @@ export class Payments {
       throw invalidPayment(`settlement failed: ${outcome.reason}`, "invalid_transaction_state");
     }
     if (outcome.state !== "settled") {
+      // An unsent outcome here was refused by a relayer's node but may have moved (above): no hash.
+      const txHash = ("txHash" in outcome ? outcome.txHash : null) ?? null;
       await this.services.store.savePayment({
         ...record,
         state: "pending",
-        txHash: outcome.txHash ?? null,
+        txHash,
         relay: outcome.state === "pending" ? (outcome.relay ?? null) : null,
       });
       this.services.log.warn(
-        { payment: id, reason: outcome.reason, tx: outcome.txHash },
+        { payment: id, reason: outcome.reason, tx: txHash },
         "x402 settlement pending",
       );
       throw pending();
