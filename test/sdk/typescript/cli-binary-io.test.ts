@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hostBun } from "../../../scripts/build-cli.js";
+import { ACCOUNT } from "./scripted-server.js";
 
 /**
  * The compiled `toolgate` (bin.ts under `bun build --compile`, as `npm run build:cli` makes it,
@@ -36,17 +37,7 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
-      if (req.url === "/api/v1/account")
-        return json(res, 200, {
-          id: "acct_1",
-          email: null,
-          email_verified: false,
-          tier: "free",
-          credits: 10,
-          credits_low_threshold: 2,
-          rate_limit_per_minute: 60,
-          features: [],
-        });
+      if (req.url === "/api/v1/account") return json(res, 200, ACCOUNT);
       if (req.url === "/v1/tools/hash" && req.method === "POST")
         return json(
           res,

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { run } from "../../../sdk/typescript/src/cli/main.js";
 import { runWithClosedStdout } from "../../helpers/processes.js";
+import { ACCOUNT } from "./scripted-server.js";
 
 /**
  * The CLI's own rules, run in-process (`run(argv, io)`) against a stub gateway that records every
@@ -22,17 +23,6 @@ let configDir: string;
 const json = (res: ServerResponse, status: number, body: unknown, headers = {}) => {
   res.writeHead(status, { "content-type": "application/json", ...headers });
   res.end(JSON.stringify(body));
-};
-/** The gateway's account answer: every field the libraries require (shape.ts, Python's Account). */
-const ACCOUNT = {
-  id: "acct_1",
-  email: null,
-  email_verified: false,
-  tier: "free",
-  credits: 10,
-  credits_low_threshold: 2,
-  rate_limit_per_minute: 60,
-  features: [],
 };
 const HASH = {
   name: "hash",

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { run } from "../../../sdk/typescript/src/cli/main.js";
 import { Toolgate, ToolgateError } from "../../../sdk/typescript/src/index.js";
-import { scriptedServer } from "./scripted-server.js";
+import { ACCOUNT, scriptedServer } from "./scripted-server.js";
 
 /**
  * A mistake in what the caller gives is `invalid_argument` before any request, never a network
@@ -96,16 +96,6 @@ describe("the CLI", () => {
 describe("a base URL", () => {
   // An env file's line break, a pasted space: fetch's URL trimmed it when the client checked it,
   // and the client kept the raw string, so every request threw a bare TypeError (Invalid URL).
-  const ACCOUNT = {
-    id: "acct_1",
-    email: null,
-    email_verified: false,
-    tier: "free",
-    credits: 10,
-    credits_low_threshold: 2,
-    rate_limit_per_minute: 60,
-    features: [],
-  };
 
   it.each(["\n", "\r\n", " ", "\t"])(
     "with white space around it (%j) is trimmed, as around an API key: the request is sent",

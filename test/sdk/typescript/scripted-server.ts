@@ -74,6 +74,18 @@ export async function scriptedServer(script: Script) {
   };
 }
 
+/** The gateway's account answer: every field the libraries require (shape.ts, Python's Account). */
+export const ACCOUNT = {
+  id: "acct_1",
+  email: null,
+  email_verified: false,
+  tier: "free",
+  credits: 10,
+  credits_low_threshold: 2,
+  rate_limit_per_minute: 60,
+  features: [],
+};
+
 /** A tool call's successful answer, as the gateway gives it (1 credit charged). */
 export const CALLED = {
   status: 200,
