@@ -4,6 +4,7 @@ import {
   balanceOf,
   call,
   callTool,
+  dashboardSession,
   fundedAccount,
   startGateway,
   type TestGateway,
@@ -76,21 +77,6 @@ async function until<T>(
   }
 }
 
-/** A dashboard session for `apiKey`, signed in as the sign-in form does. */
-async function signInToDashboard(apiKey: string): Promise<string> {
-  const res = await fetch(`${gw.url}/dashboard/sign-in`, {
-    method: "POST",
-    redirect: "manual",
-    headers: {
-      "content-type": "application/x-www-form-urlencoded",
-      "sec-fetch-site": "same-origin",
-    },
-    body: new URLSearchParams({ api_key: apiKey }).toString(),
-  });
-  expect(res.status).toBe(303);
-  return (res.headers.get("set-cookie") ?? "").split(";")[0]!;
-}
-
 const dashboardPage = async (path: string, cookie: string) => {
   const res = await fetch(`${gw.url}${path}`, { headers: { cookie, accept: "text/html" } });
   return { status: res.status, type: res.headers.get("content-type"), text: await res.text() };
@@ -107,7 +93,7 @@ it("serves and charges calls while PostgreSQL is down, then exports every entry 
     expect(statuses).toEqual(Array(n).fill(200));
   };
   await calls(20);
-  const cookie = await signInToDashboard(key);
+  const cookie = await dashboardSession(gw.url, key);
   await until(
     "exported before the outage",
     () =>

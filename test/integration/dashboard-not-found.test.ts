@@ -1,6 +1,12 @@
 import { parseHTML } from "linkedom";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, fundedAccount, startGateway, type TestGateway } from "../helpers/gateway.js";
+import {
+  call,
+  dashboardSession,
+  fundedAccount,
+  startGateway,
+  type TestGateway,
+} from "../helpers/gateway.js";
 
 /**
  * A dashboard page for something the account has not — another account's webhook, one deleted —
@@ -16,20 +22,7 @@ afterAll(async () => {
   await gw?.stop();
 });
 
-async function signedIn(key: string): Promise<string> {
-  const res = await fetch(`${gw.url}/dashboard/sign-in`, {
-    method: "POST",
-    redirect: "manual",
-    headers: {
-      "content-type": "application/x-www-form-urlencoded",
-      "sec-fetch-site": "same-origin",
-      "x-forwarded-for": `10.52.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`,
-    },
-    body: new URLSearchParams({ api_key: key }).toString(),
-  });
-  expect(res.status).toBe(303);
-  return (res.headers.get("set-cookie") ?? "").split(";")[0]!;
-}
+const signedIn = (key: string) => dashboardSession(gw.url, key);
 
 describe("a dashboard page the account has not", () => {
   it("answers another account's webhook log with the dashboard's 404 page and the way back", async () => {

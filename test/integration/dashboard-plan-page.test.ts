@@ -1,7 +1,7 @@
 import { parseHTML } from "linkedom";
 import { describe, expect, it } from "vitest";
 import { PLANS } from "../../src/payments/price-list.js";
-import { admin, call, signUp } from "../helpers/gateway.js";
+import { admin, call, dashboardSession, signUp } from "../helpers/gateway.js";
 import { paidGatewayFixture } from "../helpers/x402.js";
 
 /**
@@ -12,21 +12,7 @@ import { paidGatewayFixture } from "../helpers/x402.js";
  */
 const setup = paidGatewayFixture();
 
-/** A session cookie for the account, signed in with its key through the sign-in form. */
-async function signedIn(key: string): Promise<string> {
-  const res = await fetch(`${setup.gw.url}/dashboard/sign-in`, {
-    method: "POST",
-    redirect: "manual",
-    headers: {
-      "content-type": "application/x-www-form-urlencoded",
-      "sec-fetch-site": "same-origin",
-      "x-forwarded-for": `10.31.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`,
-    },
-    body: new URLSearchParams({ api_key: key }).toString(),
-  });
-  expect(res.status).toBe(303);
-  return (res.headers.get("set-cookie") ?? "").split(";")[0]!;
-}
+const signedIn = (key: string) => dashboardSession(setup.gw.url, key);
 
 /** What the page shows about plans: the buttons' labels and, per plan not offered, its reason. */
 async function plansShown(cookie: string) {
