@@ -35,6 +35,20 @@ async function expectBooksAddUp(store: RedisStore, accountId: string, served: nu
   );
 }
 
+/** A store on `url` under `keyPrefix`, as the gateways under test use it, for `use` alone. */
+async function withStore<T>(
+  url: string,
+  keyPrefix: string,
+  use: (store: RedisStore) => Promise<T>,
+) {
+  const store = createRedisStore({ url, keyPrefix, tiers: tierLimits(), periodMs: PERIOD_MS });
+  try {
+    return await use(store);
+  } finally {
+    await store.close();
+  }
+}
+
 describe("Redis stops mid-traffic", () => {
   let redis: Awaited<ReturnType<typeof startPrivateRedis>>;
   let gw: GatewayProcess;
@@ -81,17 +95,9 @@ describe("Redis stops mid-traffic", () => {
     expect((await callTool(gw.url, key, "hash", { text: "after" })).status).toBe(200);
     served++;
     await new Promise((r) => setTimeout(r, 1500));
-    const store = createRedisStore({
-      url: redis.url,
-      keyPrefix: "faults:",
-      tiers: tierLimits(),
-      periodMs: PERIOD_MS,
-    });
-    try {
+    await withStore(redis.url, "faults:", async (store) => {
       await expectBooksAddUp(store, accountId, served);
-    } finally {
-      await store.close();
-    }
+    });
   }, 30_000);
 });
 
@@ -126,17 +132,9 @@ describe("Redis out of memory (maxmemory, noeviction)", () => {
     }
     expect((await callTool(gw.url, key, "hash", { text: "after" })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 1500));
-    const store = createRedisStore({
-      url: redis.url,
-      keyPrefix: "oom:",
-      tiers: tierLimits(),
-      periodMs: PERIOD_MS,
-    });
-    try {
+    await withStore(redis.url, "oom:", async (store) => {
       await expectBooksAddUp(store, accountId, 2);
-    } finally {
-      await store.close();
-    }
+    });
   }, 30_000);
 });
 
@@ -178,13 +176,7 @@ describe("a tool worker crashes mid-call", () => {
       after = await callTool(gw.url, key, "hash", { text: "recovered" });
     }
     expect(after.status).toBe(200);
-    const store = createRedisStore({
-      url: REDIS_URL,
-      keyPrefix: prefix,
-      tiers: tierLimits(),
-      periodMs: PERIOD_MS,
-    });
-    try {
+    await withStore(REDIS_URL, prefix, async (store) => {
       // The crashed call's event (calls made while the workers restarted report their own).
       const errors = (await eventsOf(store, accountId, 2)).filter(
         (e) => e.event === "tool.error" && e.data.tool_name === "ai-generate",
@@ -192,9 +184,7 @@ describe("a tool worker crashes mid-call", () => {
       expect(errors.map((e) => e.data)).toMatchObject([
         { tool_name: "ai-generate", credits_charged: 0, error_code: "worker_unavailable" },
       ]);
-    } finally {
-      await store.close();
-    }
+    });
   }, 60_000);
 });
 
@@ -240,13 +230,7 @@ describe("a gateway process is killed under load", () => {
     stop = true;
     const servedByA = (await onA).flat().filter((s) => s === 200).length;
     await onB;
-    const store = createRedisStore({
-      url: REDIS_URL,
-      keyPrefix: prefix,
-      tiers: tierLimits(),
-      periodMs: PERIOD_MS,
-    });
-    try {
+    await withStore(REDIS_URL, prefix, async (store) => {
       const entries = await ledgerOf(store, accountId);
       const account = await store.getAccount(accountId);
       expect(entries.reduce((sum, e) => sum + e.amount, 0)).toBe(account!.balance);
@@ -261,9 +245,7 @@ describe("a gateway process is killed under load", () => {
         expect(
           (await eventsOf(store, accountId, 2)).filter((e) => e.event === "credits.low"),
         ).toHaveLength(1);
-    } finally {
-      await store.close();
-    }
+    });
     // SIGTERM on the survivor: it drains and exits cleanly.
     expect(await b.stop("SIGTERM")).toBe(0);
   }, 30_000);
@@ -316,16 +298,8 @@ describe("a call cut off by a gateway crash, retried with its Idempotency-Key", 
     expect([replay.status, replay.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
     expect((await call(`${b.url}/api/v1/account`, { key })).body.credits).toBe(charged);
 
-    const store = createRedisStore({
-      url: REDIS_URL,
-      keyPrefix: prefix,
-      tiers: tierLimits(),
-      periodMs: PERIOD_MS,
-    });
-    try {
+    await withStore(REDIS_URL, prefix, async (store) => {
       await expectBooksAddUp(store, accountId, 1);
-    } finally {
-      await store.close();
-    }
+    });
   }, 30_000);
 });
