@@ -21,8 +21,15 @@ beforeAll(async () => {
     startGateway({ env: { STATUS_CHECK_INTERVAL_MS: "500" } }),
     launchChromium(),
   ]);
-  // Let one round of status checks land.
-  await new Promise((r) => setTimeout(r, 1500));
+  // Let a round of status checks land for every component (on a loaded machine the first can
+  // take longer than any fixed wait).
+  for (const started = Date.now(); Date.now() - started < 30_000; ) {
+    const report = (await (await fetch(`${gw.url}/status.json`)).json()) as {
+      components: { state: string }[];
+    };
+    if (report.components.every((c) => c.state !== "unknown")) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }, 90_000);
 afterAll(async () => {
   await browser?.close();
