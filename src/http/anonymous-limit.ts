@@ -1,9 +1,11 @@
 import type { IncomingMessage } from "node:http";
-import type { Request, RequestHandler } from "express";
+import type { Request, RequestHandler, Response } from "express";
 import { carriesPayment } from "../payments/wire.js";
+import { renderNotice, wantsHtml } from "../pages/notice.js";
+import { sendPage } from "../pages/respond.js";
 import type { Services } from "../services.js";
 import { countedClientAddress } from "./client-address.js";
-import type { ApiError, ErrorAnswer } from "./errors.js";
+import { ApiError, type ErrorAnswer } from "./errors.js";
 import type { HttpRequest, HttpResponse } from "./exchange.js";
 import {
   countEndpointUse,
@@ -41,7 +43,10 @@ export function anonymousLimit(
       !(services.refusedCredentials.presentsCredentials(req) || carriesPayment(req.headers)) &&
       !countedByItsDoor(req)
     ) {
-      countAnonymously(services, req, res).then(() => next(), next);
+      countAnonymously(services, req, res).then(
+        () => next(),
+        (err) => answerBrowser(services, req, res, err) || next(err),
+      );
       return;
     }
     // Whatever door this ends up at, it is counted: a door that forgot (none should) is counted
@@ -70,8 +75,37 @@ export async function countAnonymously(
 export const countingAnonymously =
   (services: Services): RequestHandler =>
   (req, res, next) => {
-    countAnonymously(services, req, res).then(() => next(), next);
+    countAnonymously(services, req, res).then(
+      () => next(),
+      (err) => answerBrowser(services, req, res, err) || next(err),
+    );
   };
+
+/**
+ * A person's browser past the limit — a page opened, a sign-in form sent — is shown a page that
+ * says so, as every page and form answers its refusals, not the API's JSON: people behind one
+ * office or campus address share its limit. Whether it did.
+ */
+function answerBrowser(services: Services, req: Request, res: Response, err: unknown): boolean {
+  const browsing =
+    req.method === "GET" ||
+    req.method === "HEAD" ||
+    typeof req.is(["application/x-www-form-urlencoded", "multipart/form-data"]) === "string";
+  if (!(err instanceof ApiError) || !browsing || !wantsHtml(req)) return false;
+  services.metrics.errors.inc({ code: err.code });
+  for (const [name, value] of Object.entries(err.options.headers ?? {})) res.setHeader(name, value);
+  res.status(err.status);
+  const wait = err.options.headers?.["Retry-After"];
+  sendPage(
+    res,
+    renderNotice({
+      ok: false,
+      title: "Too many requests",
+      message: `${err.message}${wait ? ` Try again in ${wait} s.` : ""}`,
+    }),
+  );
+  return true;
+}
 
 /** Counts as `countAnonymously` does; the 429 to answer instead, if the address is past its limit. */
 async function anonymousRefusal(

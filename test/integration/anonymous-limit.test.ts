@@ -49,6 +49,47 @@ describe("requests without credentials", () => {
   });
 });
 
+describe("a person's browser past the limit", () => {
+  it("is shown a page saying so when it opens a page or sends a sign-in form; a script still gets the JSON", async () => {
+    const address = "198.51.100.72";
+    for (let i = 0; i < 6; i++)
+      expect((await call(`${gw.url}/v1/tools`, { headers: from(address) })).status).toBe(200);
+    const browser = {
+      ...from(address),
+      accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+    };
+    const opened = [
+      await fetch(`${gw.url}/dashboard/sign-in`, { headers: browser }),
+      await fetch(`${gw.url}/api/v1/verify-email?token=x`, { headers: browser }),
+      await fetch(`${gw.url}/dashboard/sign-in/email`, {
+        method: "POST",
+        headers: {
+          ...browser,
+          "content-type": "application/x-www-form-urlencoded",
+          origin: gw.url,
+          "sec-fetch-site": "same-origin",
+        },
+        body: "email=someone%40example.com",
+      }),
+    ];
+    for (const page of opened) {
+      expect([page.status, page.headers.get("content-type")]).toEqual([
+        429,
+        "text/html; charset=utf-8",
+      ]);
+      expect(Number(page.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(page.headers.get("ratelimit-policy")).toBe("6;w=60");
+      const html = await page.text();
+      expect(html).toContain("Too many requests");
+      expect(html).toMatch(/At most 6 requests without credentials per minute per client address/);
+      expect(html).toMatch(/Try again in \d+ s\./);
+    }
+    // A script asking for JSON, on the same paths, keeps the one error shape.
+    const script = await call(`${gw.url}/dashboard/sign-in`, { headers: from(address) });
+    expect([script.status, script.body.error?.code]).toEqual([429, "rate_limited"]);
+  });
+});
+
 describe("requests without credentials from IPv6 addresses", () => {
   it("count one /64 as one client, on express's routes and the keyed lane alike; another /64 is not held", async () => {
     const statuses = [];
