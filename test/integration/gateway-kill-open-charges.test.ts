@@ -1,3 +1,4 @@
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { PERIOD_MS } from "../../src/accounts/tiers.js";
 import { tierLimits } from "../../src/store/index.js";
@@ -23,6 +24,39 @@ import { REDIS_URL } from "../helpers/redis.js";
  * an Idempotency-Key then runs and is charged once.
  */
 const prefix = uniquePrefix("openkill");
+
+/**
+ * Waits until the processes under `keyPrefix` have written `count` charged calls as open in Redis
+ * (each sweep writes the calls open a second or more: 1 to 1.5 s in when the process keeps time,
+ * later on a loaded machine), and checks there are that many.
+ */
+async function untilRecordedOpen(keyPrefix: string, count: number): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  const recorded = async () => {
+    let n = 0;
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(
+        cursor,
+        "MATCH",
+        `${keyPrefix}{open-charges}:calls:*`,
+        "COUNT",
+        1000,
+      );
+      cursor = next;
+      for (const key of keys) n += await redis.hlen(key);
+    } while (cursor !== "0");
+    return n;
+  };
+  try {
+    const deadline = Date.now() + 20_000;
+    while ((await recorded()) < count && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    expect(await recorded()).toBe(count);
+  } finally {
+    redis.disconnect();
+  }
+}
 let llm: Awaited<ReturnType<typeof startFakeLlm>>;
 let a: GatewayProcess;
 let b: GatewayProcess;
@@ -54,8 +88,8 @@ it("refunds the calls a killed gateway left charged and unanswered, once, and th
     ),
   );
   await llm.reached(before + 5);
-  // Charged, at the provider for a while: then the process dies with them.
-  await new Promise((r) => setTimeout(r, 1500));
+  // Charged, at the provider for a while, recorded as open: then the process dies with them.
+  await untilRecordedOpen(prefix, 5);
   expect(await balanceOf(b.url, key)).toBe(50);
   await a.stop("SIGKILL");
   expect(await Promise.all(cutOff)).toEqual(Array(5).fill("no answer"));
@@ -107,11 +141,11 @@ it("answers 503, not 200, a call a survivor refunded while its process was froze
   ]);
   try {
     const { key } = await fundedAccount(frozen.url, 100, "business");
-    llm.state.delayMs = 3000;
+    llm.state.delayMs = 5000;
     const before = llm.state.received;
     const stalled = callTool(frozen.url, key, "ai-generate", { prompt: "frozen" });
     await llm.reached(before + 1);
-    await new Promise((r) => setTimeout(r, 1500)); // recorded as open
+    await untilRecordedOpen(frozenPrefix, 1);
     frozen.child.kill("SIGSTOP"); // a process stalled, not dead: its heartbeat stops
     const deadline = Date.now() + 30_000;
     while ((await balanceOf(survivor.url, key)) !== 100 && Date.now() < deadline)
