@@ -32,10 +32,16 @@ describe("a 5xx the gateway answers on purpose", () => {
     const res = await callTool(gateway.url, key, "hash", { text: "x" });
     expect(res.status).toBeGreaterThanOrEqual(500);
     const id = res.headers.get("x-request-id");
-    await new Promise((r) => setTimeout(r, 1500)); // log lines are written in batches
-    const lines = gateway.output
-      .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .filter((l) => l.request_id === id && l.msg !== "request");
+    // Log lines are written in batches (at least once a second, later on a loaded machine): read
+    // once the first has arrived, and a batch later, so a second line would show as well.
+    const linesOf = () =>
+      gateway.output
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.request_id === id && l.msg !== "request");
+    for (const deadline = Date.now() + 10_000; linesOf().length === 0 && Date.now() < deadline; )
+      await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 1500));
+    const lines = linesOf();
     expect(lines).toEqual([
       expect.objectContaining({ level: 40, code: res.body.error.code, status: res.status }),
     ]);
