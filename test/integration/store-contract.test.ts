@@ -361,7 +361,8 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     });
 
     it("starts a key's budget afresh in its next window", async () => {
-      const windows = { dayMs: 600, monthMs: 0 };
+      // Long enough that the four calls after alignTo land in one window on a loaded machine too.
+      const windows = { dayMs: 2000, monthMs: 0 };
       const s = await storeWith(windows);
       const { id } = await account(100, "business", s);
       const key = await controlledKey(id, { budget: { credits: 3, period: "day" } }, s);
@@ -456,7 +457,9 @@ describe.each(Object.keys(factories))("%s store", (kind) => {
     );
 
     it("fires spend.threshold_reached once when concurrent calls take the month's spend to the alert, and again after re-arming or in the next month", async () => {
-      const windows = { dayMs: 86_400_000, monthMs: 900 };
+      // A "month" long enough that the steps from alignTo to the re-armed alert (some thirty
+      // store round trips) land in one on a loaded machine too.
+      const windows = { dayMs: 86_400_000, monthMs: 3000 };
       const s = await storeWith(windows);
       const { id } = await account(1000, "business", s);
       expect(await s.setSpendAlert(id, { credits: 10 })).toMatchObject({
