@@ -5,6 +5,10 @@ import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { loadConfig } from "../../src/config.js";
+import { Payments } from "../../src/payments/payments.js";
+import type { Services } from "../../src/services.js";
+import { TOOLS } from "../../src/tools/catalogue/index.js";
+import { idempotencyLeaseMs } from "../../src/tools/invoke.js";
 import { loadWorkerConfig } from "../../src/workers/config.js";
 
 /**
@@ -262,5 +266,62 @@ describe("the gateway replicas' environment, as compose expands it from .env", (
         ],
       ]);
     }
+  });
+});
+
+/** An HAProxy time (`240s`, `500ms`, `2m`; a bare number is milliseconds) in milliseconds. */
+function haproxyMs(value: string): number {
+  const [, amount, unit] = /^(\d+)(us|ms|s|m|h|d)?$/.exec(value) ?? [];
+  if (amount === undefined) throw new Error(`not an HAProxy time: ${value}`);
+  const scale = { us: 0.001, ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+  return Number(amount) * scale[(unit ?? "ms") as keyof typeof scale];
+}
+
+describe("the load balancer's timeouts against the gateway's", () => {
+  const haproxy = readFileSync(new URL("deploy/haproxy.cfg", root), "utf8");
+  const setting = (name: string) => {
+    const value = new RegExp(`^\\s*timeout ${name} (\\S+)$`, "m").exec(haproxy)?.[1];
+    if (!value) throw new Error(`deploy/haproxy.cfg sets no timeout ${name}`);
+    return haproxyMs(value);
+  };
+  // The replicas as compose configures them, taking x402 payments (the longest calls: the
+  // payment is settled before the tool runs).
+  const [, gateway] = Object.entries(compose.services).find(
+    ([, s]: [string, any]) => s.environment?.WORKERS_URL,
+  ) as [string, any];
+  const config = loadConfig(
+    containerEnv(gateway, {
+      POSTGRES_PASSWORD: "postgres-password",
+      PUBLIC_BASE_URL: "https://toolgate.example.com",
+      ADMIN_API_KEY: "a".repeat(24),
+      SECRET_KEY: "s".repeat(32),
+      SMTP_URL: "smtp://mail.example.com:587",
+      MAIL_FROM: "Toolgate <no-reply@toolgate.example.com>",
+      X402_NETWORKS: "base-sepolia",
+      X402_PAY_TO: `0x${"1".repeat(40)}`,
+      X402_RELAYER_PRIVATE_KEY: `0x${"3".repeat(64)}`,
+      BASE_SEPOLIA_RPC_URL: "https://sepolia.base.example/v2/rpc-key",
+    }),
+  );
+
+  it("never cuts a call the gateway would still answer: timeout server exceeds the longest call", () => {
+    // What the gateway itself allows one paid call (tools/paid-call.ts, its idempotency lease):
+    // its payment settled, then queued for a worker and run within the tool's deadline.
+    const settling = new Payments({ config, books: null } as unknown as Services, config.x402!)
+      .settlingDeadlineMs;
+    const longestCall = Math.max(
+      ...TOOLS.map((tool) => idempotencyLeaseMs({ config } as Services, tool)),
+    );
+    expect(longestCall).toBeGreaterThanOrEqual(120_000 + config.poolQueueTimeoutMs); // ai-image-generate
+    expect(setting("server")).toBeGreaterThan(settling + longestCall);
+    // HAProxy's client side is not the one to cut a long call either.
+    expect(setting("client")).toBeGreaterThanOrEqual(setting("server"));
+  });
+
+  it("keeps no idle connection to a replica that the gateway could close under a request", () => {
+    // One request per server connection: no reused connection can meet the gateway's keep-alive
+    // timeout (main.ts) or its shutdown closing it as the next request is sent (a 502).
+    expect(haproxy).toMatch(/^\s*option http-server-close$/m);
+    expect(haproxy).not.toMatch(/^\s*option http-keep-alive$/m);
   });
 });
