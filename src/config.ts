@@ -225,6 +225,12 @@ export const envSchema = z.object({
     .optional(),
   /** Seconds to wait for in-flight requests on SIGTERM before closing anyway. */
   SHUTDOWN_GRACE_SECONDS: integer(0, TIMER_MAX_SECONDS).default(10),
+  /**
+   * Seconds between SIGTERM and closing the listener, during which /readyz answers 503 while every
+   * other request is still served: a load balancer stops sending new requests before they could be
+   * refused. 0 (alone, with no load balancer to tell): the listener closes at once.
+   */
+  SHUTDOWN_DELAY_SECONDS: integer(0, TIMER_MAX_SECONDS).default(0),
   /** Seed (or, with Redis, reuse) a development account and print its key (default: on in development). */
   DEV_SEED: z.enum(["0", "1"]).optional(),
   /** Development with no X402_NETWORKS: start a local anvil chain standing in for base-sepolia (default on). */
@@ -432,6 +438,7 @@ export interface Config {
   signupsPerHourPerIp: number;
   endpointLimits: EndpointLimits;
   shutdownGraceMs: number;
+  shutdownDelayMs: number;
   devSeed: boolean;
   devChain: boolean;
   webConcurrency: number;
@@ -622,6 +629,7 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {
     signupsPerHourPerIp: e.SIGNUPS_PER_HOUR_PER_IP,
     endpointLimits: limits,
     shutdownGraceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
+    shutdownDelayMs: e.SHUTDOWN_DELAY_SECONDS * 1000,
     devSeed: e.DEV_SEED ? e.DEV_SEED === "1" : e.NODE_ENV === "development",
     devChain: e.NODE_ENV === "development" && !e.X402_NETWORKS && e.DEV_CHAIN !== "0",
     webConcurrency: e.WEB_CONCURRENCY,

@@ -16,6 +16,7 @@ import type { ProcessLogger } from "./lib/logger.js";
 import type { Payments } from "./payments/payments.js";
 import type { Foundation, Services } from "./services.js";
 import { createStatusService } from "./status/index.js";
+import { Readiness } from "./operations/readiness.js";
 import { createStore } from "./store/index.js";
 import { needsBundledWorkers, startBundledWorkers } from "./tools/bundled-workers.js";
 import { UpstreamTools } from "./tools/custom/registry.js";
@@ -139,6 +140,7 @@ export async function createServices(
     upstream,
     metrics,
     requestGuard: new RequestGuard(log, logger.redact),
+    readiness: new Readiness(),
     openCharges,
     mailer,
     refusedCredentials: new RefusedCredentials({ config, store }),

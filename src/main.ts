@@ -151,6 +151,17 @@ export async function start(
   let stopping: Promise<void> | null = null;
   const stop = () =>
     (stopping ??= (async () => {
+      // A load balancer is told first (/readyz 503) and given the time to take this process out
+      // while it still serves everything: closing the listener at once would refuse the requests
+      // it keeps sending until its health checks notice.
+      services.readiness.drain();
+      if (config.shutdownDelayMs > 0) {
+        log.info(
+          { delay_ms: config.shutdownDelayMs },
+          "shutting down: answering /readyz 503 before closing the listener",
+        );
+        await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
+      }
       log.info("shutting down: finishing in-flight requests");
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Keep-alive connections go idle as their last response is sent: close each as it does.
@@ -210,9 +221,12 @@ async function main(): Promise<void> {
         if (stopping) return;
         stopping = true;
         if (!stop) process.exit(1);
-        // Whatever a part or the log sink does, the process is gone once the grace period and
-        // the bounded clean-up are over. Unref'd: it never keeps a finished process alive.
-        setTimeout(() => process.exit(1), config.shutdownGraceMs + CLEANUP_BOUND_MS * 2).unref();
+        // Whatever a part or the log sink does, the process is gone once the delay, the grace
+        // period and the bounded clean-up are over. Unref'd: it never keeps a finished process alive.
+        setTimeout(
+          () => process.exit(1),
+          config.shutdownDelayMs + config.shutdownGraceMs + CLEANUP_BOUND_MS * 2,
+        ).unref();
         stop().then(
           () => process.exit(0),
           () => process.exit(1),

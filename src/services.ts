@@ -10,6 +10,7 @@ import type { Payments } from "./payments/payments.js";
 import type { Metrics } from "./http/metrics.js";
 import type { StatusService } from "./status/index.js";
 import type { RequestGuard } from "./http/request-guard.js";
+import type { Readiness } from "./operations/readiness.js";
 import type { RefusedCredentials } from "./http/refused-credentials.js";
 import type { Books } from "./books/index.js";
 import type { UpstreamTools } from "./tools/custom/registry.js";
@@ -45,6 +46,8 @@ export interface Services {
   status: StatusService;
   /** Traces an uncaught exception to the request that raised it and fails only that one. */
   requestGuard: RequestGuard;
+  /** Whether this process has begun to shut down (/readyz then answers 503). */
+  readiness: Readiness;
   /** The charged calls this process has open, and the refund of those a dead process left open. */
   openCharges: OpenCharges;
   /** Refused credentials per client address, and the addresses held for them (http/refused-credentials.ts). */
@@ -68,6 +71,7 @@ export type Foundation = Pick<
   | "upstream"
   | "metrics"
   | "requestGuard"
+  | "readiness"
   | "openCharges"
   | "refusedCredentials"
 >;

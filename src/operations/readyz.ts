@@ -1,12 +1,15 @@
 import { z } from "zod";
 import { defineRoute } from "../http/route.js";
 
-/** What /readyz answers: ready (200), or not, saying what it cannot reach (503). */
+/** What /readyz answers: ready (200), or not, saying what it cannot reach or that it is stopping (503). */
 const ready = z.object({ status: z.literal("ready"), warnings: z.array(z.string()).optional() });
-const notReady = z.object({ status: z.literal("unavailable"), store: z.literal("unreachable") });
+const storeDown = z.object({ status: z.literal("unavailable"), store: z.literal("unreachable") });
+const shuttingDown = z.object({ status: z.literal("shutting_down") });
+const notReady = z.union([storeDown, shuttingDown]);
 
 /**
- * Readiness: the process can reach its store, which every keyed call needs (503 when not). A
+ * Readiness: the process can reach its store, which every keyed call needs (503 when not), and is
+ * not shutting down (503 during SHUTDOWN_DELAY_SECONDS, while it still serves the rest). A
  * books export that lags or fails (PostgreSQL down) leaves the process ready — calls are still
  * served and charged — and is named in `warnings`, as on the status page.
  */
@@ -14,17 +17,23 @@ export const readyz = defineRoute({
   method: "get",
   path: "/readyz",
   summary:
-    "The process can reach its store (503 when it cannot); `warnings` names a degraded books export.",
+    "The process can reach its store and is not shutting down (503 when it cannot or is); `warnings` names a degraded books export.",
   auth: "public",
   response: ready,
   otherAnswers: {
     503: {
       description:
-        "Not ready: the store cannot be reached. The readiness answer, not the error shape.",
+        "Not ready: the store cannot be reached, or the process is shutting down. The readiness answer, not the error shape.",
       body: notReady,
     },
   },
   async handler({ services }) {
+    // Asked first: a stopping process is taken out whatever its store does.
+    if (services.readiness.draining)
+      return {
+        status: 503,
+        body: { status: "shutting_down" } satisfies z.infer<typeof shuttingDown>,
+      };
     try {
       await services.store.ping();
     } catch {
@@ -34,7 +43,7 @@ export const readyz = defineRoute({
       // (`otherAnswers`) rather than this answer changing under the probes that read it.
       return {
         status: 503,
-        body: { status: "unavailable", store: "unreachable" } satisfies z.infer<typeof notReady>,
+        body: { status: "unavailable", store: "unreachable" } satisfies z.infer<typeof storeDown>,
       };
     }
     const books = services.books?.health();

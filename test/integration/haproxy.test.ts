@@ -6,6 +6,18 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { ERRORS } from "../../src/http/errors.js";
+import { hash } from "../../src/tools/catalogue/utilities.js";
+import { loadWorkerConfig } from "../../src/workers/config.js";
+import { startWorkers } from "../../src/workers/main.js";
+import {
+  balanceOf,
+  callTool,
+  dropPrefix,
+  fundedAccount,
+  spawnGatewayPair,
+  uniquePrefix,
+  type GatewayProcess,
+} from "../helpers/gateway.js";
 import {
   SHIPPED_HAPROXY_CFG as shipped,
   haproxyInstalled as haproxy,
@@ -121,4 +133,67 @@ describe("deploy/haproxy.cfg and its container", () => {
     expect(nofile.soft).toBe(nofile.hard);
     expect(nofile.soft).toBeGreaterThan(2 * maxconn + 1000);
   });
+});
+
+describe.skipIf(!haproxy)("deploy/haproxy.cfg in front of two gateways, one restarted", () => {
+  // The shipped configuration and the replicas' shutdown delay as compose sets it: only the
+  // replicas' addresses are changed.
+  const compose = parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), {
+    merge: true,
+  }) as any;
+  const delay: string = compose.services.gateway1.environment.SHUTDOWN_DELAY_SECONDS ?? "0";
+  const prefix = uniquePrefix("rolling");
+  let workers: Awaited<ReturnType<typeof startWorkers>>;
+  let a: GatewayProcess;
+  let b: GatewayProcess;
+  let url: string;
+  let stop: () => void;
+  beforeAll(async () => {
+    workers = await startWorkers(loadWorkerConfig({ PORT: "0", LOG_LEVEL: "silent" }));
+    [a, b] = await spawnGatewayPair(prefix, {
+      WORKERS_URL: `http://127.0.0.1:${workers.port}`,
+      SHUTDOWN_DELAY_SECONDS: delay,
+    });
+    const host = (g: GatewayProcess) => new URL(g.url).host;
+    ({ url, stop } = await runHaproxy((cfg) =>
+      cfg
+        .replace(/^(\s*server gateway1 )\S+/m, `$1${host(a)}`)
+        .replace(/^(\s*server gateway2 )\S+/m, `$1${host(b)}`),
+    ));
+  }, 90_000);
+  afterAll(async () => {
+    stop?.();
+    await Promise.all([a?.stop(), b?.stop()]);
+    await workers?.stop();
+    await dropPrefix(prefix);
+  });
+
+  it("answers every call while a replica is SIGTERMed mid-stream, each charged once", async () => {
+    const { key } = await fundedAccount(b.url, 10_000);
+    const before = await balanceOf(b.url, key);
+    const answers: Record<string, number> = {};
+    let streaming = true;
+    const stream = async () => {
+      while (streaming) {
+        const res = await callTool(url, key, "hash", { text: "rolling restart" }).catch(
+          (err: Error) => ({ status: "no answer", body: { error: { code: err.message } } }),
+        );
+        const answer = `${res.status} ${res.body?.error?.code ?? ""}`.trim();
+        answers[answer] = (answers[answer] ?? 0) + 1;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const streams = Array.from({ length: 4 }, stream);
+    await new Promise((r) => setTimeout(r, 1500));
+    // The replica drains and exits while the calls keep coming; then a while more on the other.
+    expect(await a.stop("SIGTERM")).toBe(0);
+    await new Promise((r) => setTimeout(r, 1000));
+    streaming = false;
+    await Promise.all(streams);
+
+    const answered = answers["200"] ?? 0;
+    expect(answered).toBeGreaterThan(50);
+    expect(answers).toEqual({ "200": answered });
+    expect(before - (await balanceOf(b.url, key))).toBe(answered * hash.cost);
+  }, 30_000);
 });

@@ -500,14 +500,25 @@ describe("an operator's gateway: METRICS_TOKEN set, its store unreachable", () =
   it("GET /readyz: the document describes the 503 it answers, the probe's own body, not the error shape", async () => {
     const op = doc.paths["/readyz"].get;
     const notReady = op.responses["503"];
+    // Its store unreachable, or the process shutting down (SHUTDOWN_DELAY_SECONDS).
     expect(notReady.content["application/json"].schema).toEqual({
-      type: "object",
-      properties: {
-        status: { type: "string", const: "unavailable" },
-        store: { type: "string", const: "unreachable" },
-      },
-      required: ["status", "store"],
-      additionalProperties: false,
+      anyOf: [
+        {
+          type: "object",
+          properties: {
+            status: { type: "string", const: "unavailable" },
+            store: { type: "string", const: "unreachable" },
+          },
+          required: ["status", "store"],
+          additionalProperties: false,
+        },
+        {
+          type: "object",
+          properties: { status: { type: "string", const: "shutting_down" } },
+          required: ["status"],
+          additionalProperties: false,
+        },
+      ],
     });
     expect(notReady.headers["Retry-After"]).toBeUndefined();
     expect(op.responses["200"].content["application/json"].schema.properties.status).toEqual({

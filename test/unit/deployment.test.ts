@@ -277,6 +277,16 @@ function haproxyMs(value: string): number {
   return Number(amount) * scale[(unit ?? "ms") as keyof typeof scale];
 }
 
+/** What .env must set for compose to start (the replicas' `${…:?…}`). */
+const REQUIRED_DOTENV = {
+  POSTGRES_PASSWORD: "postgres-password",
+  PUBLIC_BASE_URL: "https://toolgate.example.com",
+  ADMIN_API_KEY: "a".repeat(24),
+  SECRET_KEY: "s".repeat(32),
+  SMTP_URL: "smtp://mail.example.com:587",
+  MAIL_FROM: "Toolgate <no-reply@toolgate.example.com>",
+};
+
 describe("the load balancer's timeouts against the gateway's", () => {
   const haproxy = readFileSync(new URL("deploy/haproxy.cfg", root), "utf8");
   const setting = (name: string) => {
@@ -291,12 +301,7 @@ describe("the load balancer's timeouts against the gateway's", () => {
   ) as [string, any];
   const config = loadConfig(
     containerEnv(gateway, {
-      POSTGRES_PASSWORD: "postgres-password",
-      PUBLIC_BASE_URL: "https://toolgate.example.com",
-      ADMIN_API_KEY: "a".repeat(24),
-      SECRET_KEY: "s".repeat(32),
-      SMTP_URL: "smtp://mail.example.com:587",
-      MAIL_FROM: "Toolgate <no-reply@toolgate.example.com>",
+      ...REQUIRED_DOTENV,
       X402_NETWORKS: "base-sepolia",
       X402_PAY_TO: `0x${"1".repeat(40)}`,
       X402_RELAYER_PRIVATE_KEY: `0x${"3".repeat(64)}`,
@@ -323,5 +328,42 @@ describe("the load balancer's timeouts against the gateway's", () => {
     // timeout (main.ts) or its shutdown closing it as the next request is sent (a 502).
     expect(haproxy).toMatch(/^\s*option http-server-close$/m);
     expect(haproxy).not.toMatch(/^\s*option http-keep-alive$/m);
+  });
+});
+
+describe("a rolling restart of the shipped topology", () => {
+  const haproxy = readFileSync(new URL("deploy/haproxy.cfg", root), "utf8");
+  const backend = /^backend gateways\n([\s\S]*?)(?=^\S|$(?![\s\S]))/m.exec(haproxy)?.[1] ?? "";
+  const gateways = Object.values(compose.services).filter(
+    (s: any) => s.environment?.WORKERS_URL,
+  ) as any[];
+
+  it("retries a request on another replica only when its connection failed: never one that may have run", () => {
+    expect(backend).toMatch(/^\s*retries [1-9]\d*$/m);
+    expect(backend).toMatch(/^\s*option redispatch 1$/m);
+    // Nothing else: an empty response, a timeout or a status means the replica may have run (and
+    // charged) the call.
+    expect([...backend.matchAll(/^\s*retry-on (.*)$/gm)].map((m) => m[1])).toEqual([
+      "conn-failure",
+    ]);
+  });
+
+  it("keeps a stopping replica serving longer than HAProxy takes to take it out, and Docker waits for its drain", () => {
+    const checks = /^\s*default-server inter (\S+) fall (\d+) rise \d+$/m.exec(backend);
+    expect(checks).not.toBeNull();
+    const inter = haproxyMs(checks![1]!);
+    // `fall` failed checks `inter` apart, the first up to `inter` after the SIGTERM, each taking at
+    // most `inter` (HAProxy's check timeout when `timeout check` is unset).
+    const detectionMs = (Number(checks![2]) + 1) * inter;
+    expect(haproxy).not.toMatch(/^\s*timeout check /m);
+    for (const gateway of gateways) {
+      const config = loadConfig(containerEnv(gateway, REQUIRED_DOTENV));
+      expect(config.shutdownDelayMs).toBeGreaterThan(detectionMs);
+      // Docker's SIGKILL comes after the delay, the drain and its bounded clean-up (main.ts: 2 × 5 s).
+      const [, seconds] = /^(\d+)s$/.exec(gateway.stop_grace_period) ?? [];
+      expect(Number(seconds) * 1000).toBeGreaterThanOrEqual(
+        config.shutdownDelayMs + config.shutdownGraceMs + 10_000,
+      );
+    }
   });
 });

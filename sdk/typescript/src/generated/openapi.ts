@@ -872,7 +872,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The process can reach its store (503 when it cannot); `warnings` names a degraded books export. */
+        /** The process can reach its store and is not shutting down (503 when it cannot or is); `warnings` names a degraded books export. */
         get: operations["getReadyz"];
         put?: never;
         post?: never;
@@ -10344,7 +10344,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: the store cannot be reached. The readiness answer, not the error shape. */
+            /** @description Not ready: the store cannot be reached, or the process is shutting down. The readiness answer, not the error shape. */
             503: {
                 headers: {
                     /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
@@ -10363,6 +10363,9 @@ export interface operations {
                         status: "unavailable";
                         /** @constant */
                         store: "unreachable";
+                    } | {
+                        /** @constant */
+                        status: "shutting_down";
                     };
                 };
             };
