@@ -29,7 +29,7 @@ const WORKER_ANSWER_BYTES_CAP = 256 * 1024 * 1024;
  * The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days): a longer one warns
  * (TimeoutOverflowWarning) and fires after 1 ms instead, so a duration setting past it is refused.
  */
-const TIMER_MAX_MS = 2 ** 31 - 1;
+export const TIMER_MAX_MS = 2 ** 31 - 1;
 const TIMER_MAX_SECONDS = Math.floor(TIMER_MAX_MS / 1000);
 /** A duration setting in whole milliseconds: at least `min`, at most a timer's longest. */
 const durationMs = (min: number) => integer(min, TIMER_MAX_MS);

@@ -2,7 +2,7 @@ import cluster from "node:cluster";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { createApp } from "./app.js";
-import { ConfigError, loadConfig, secretValues, type Config } from "./config.js";
+import { ConfigError, loadConfig, secretValues, TIMER_MAX_MS, type Config } from "./config.js";
 import { createServices, type Part } from "./create-services.js";
 import { StartupError } from "./lib/startup-error.js";
 import type { Services } from "./services.js";
@@ -223,9 +223,14 @@ async function main(): Promise<void> {
         if (!stop) process.exit(1);
         // Whatever a part or the log sink does, the process is gone once the delay, the grace
         // period and the bounded clean-up are over. Unref'd: it never keeps a finished process alive.
+        // Capped at a Node timer's longest: past it Node fires the timer at once, which would cut
+        // the drain short for the largest settings.
         setTimeout(
           () => process.exit(1),
-          config.shutdownDelayMs + config.shutdownGraceMs + CLEANUP_BOUND_MS * 2,
+          Math.min(
+            TIMER_MAX_MS,
+            config.shutdownDelayMs + config.shutdownGraceMs + CLEANUP_BOUND_MS * 2,
+          ),
         ).unref();
         stop().then(
           () => process.exit(0),

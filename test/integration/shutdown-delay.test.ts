@@ -70,3 +70,29 @@ describe.each([1, 2])("a gateway of %i process(es) told to stop", (processes) =>
     await expect(fetch(`${g.url}/healthz`)).rejects.toThrow();
   }, 30_000);
 });
+
+describe("a gateway with the longest grace period told to stop", () => {
+  const prefix = uniquePrefix("shutdown-longest");
+  let g: GatewayProcess;
+  beforeAll(async () => {
+    g = await spawnGateway(prefix, {
+      WORKERS_URL: `http://127.0.0.1:${workers.port}`,
+      SHUTDOWN_DELAY_SECONDS: "1",
+      // The setting's largest value: with the delay and the clean-up, the forced exit's timer
+      // would pass a Node timer's longest, which Node fires at once.
+      SHUTDOWN_GRACE_SECONDS: String(Math.floor((2 ** 31 - 1) / 1000)),
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await g?.stop("SIGKILL");
+    await dropPrefix(prefix);
+  });
+
+  it("still waits out its delay and stops cleanly, not forced out at once", async () => {
+    const signalled = Date.now();
+    const exited = once(g.child, "exit");
+    g.child.kill("SIGTERM");
+    const [code] = await exited;
+    expect([code, Date.now() - signalled >= 1000]).toEqual([0, true]);
+  }, 30_000);
+});
