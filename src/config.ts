@@ -20,7 +20,15 @@ import { loadToolsFile } from "./tools/custom/tools-file.js";
 import type { UpstreamToolSpec } from "./tools/custom/spec.js";
 import { deepFreeze } from "./lib/deep-freeze.js";
 import { decimal, integer } from "./lib/decimal-text.js";
-import { listEntries, withoutBlankValues } from "./lib/settings.js";
+import {
+  ConfigError,
+  isHttpUrl,
+  isUrl,
+  LOG_LEVELS,
+  listEntries,
+  schemaProblems,
+  withoutBlankValues,
+} from "./lib/settings.js";
 import { percentDecoded, type Secret } from "./lib/redact.js";
 
 /** The most WORKER_MAX_RESPONSE_BYTES (and its default) and UPSTREAM_MAX_RESPONSE_BYTES may be: 256 MiB. */
@@ -34,21 +42,6 @@ const TIMER_MAX_SECONDS = Math.floor(TIMER_MAX_MS / 1000);
 /** A duration setting in whole milliseconds: at least `min`, at most a timer's longest. */
 const durationMs = (min: number) => integer(min, TIMER_MAX_MS);
 
-/**
- * Whether a URL setting parses, with one of `protocols` and a host. Checked with the schema, not
- * where the URL is first used: ioredis, pg and fetch threw a stack after the workers started.
- */
-const isUrl =
-  (...protocols: string[]) =>
-  (value: string): boolean => {
-    try {
-      const url = new URL(value);
-      return protocols.includes(url.protocol) && url.hostname !== "";
-    } catch {
-      return false;
-    }
-  };
-
 const isSmtpUrl = isUrl("smtp:", "smtps:");
 
 const USD_AMOUNT = /^\d+(\.\d{1,6})?$/;
@@ -59,8 +52,6 @@ const MAIL_FROM_FORM = new RegExp(
   String.raw`^(?:${ADDRESS}|(?:(?:"[^"\r\n]*"|[^<>",;@\r\n]+)\s*)?<${ADDRESS}>)$`,
 );
 const isMailFrom = (value: string): boolean => MAIL_FROM_FORM.test(value.trim());
-
-const isHttpUrl = isUrl("http:", "https:");
 
 /**
  * Whether a URL is written with user:password@ (even an empty one), a query or a fragment. `?`
@@ -125,7 +116,7 @@ export const envSchema = z.object({
   HOST: z.string().default("0.0.0.0"),
   PORT: integer(0, 65535).default(8402),
   PUBLIC_BASE_URL: httpUrl("PUBLIC_BASE_URL", "base").optional(),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
   /** Unset: in-memory state (development only). */
   REDIS_URL: z
     .string()
@@ -511,11 +502,8 @@ export interface PaymentTuning {
   logRangeBlocks: number;
 }
 
-export class ConfigError extends Error {
-  constructor(public readonly problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
-  }
-}
+/** The gateway's refusal of its settings, shared with the workers' (lib/settings.ts). */
+export { ConfigError };
 
 /**
  * Settings whose empty value means something of its own, unlike every other's: REDIS_KEY_PREFIX=
@@ -527,11 +515,7 @@ const EMPTY_IS_A_VALUE = new Set(["REDIS_KEY_PREFIX"]);
 export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {
   const env = withoutBlankValues(given, EMPTY_IS_A_VALUE);
   const parsed = envSchema.safeParse(env);
-  const problems: string[] = [];
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues)
-      problems.push(`${issue.path.join(".")}: ${issue.message}`);
-  }
+  const problems: string[] = parsed.success ? [] : schemaProblems(parsed.error);
   if (parsed.success && parsed.data.NODE_ENV === "production") {
     for (const name of REQUIRED_IN_PRODUCTION) {
       if (!env[name]) problems.push(`${name} is required when NODE_ENV=production`);

@@ -2,7 +2,8 @@ import cluster from "node:cluster";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { createApp } from "./app.js";
-import { ConfigError, loadConfig, secretValues, TIMER_MAX_MS, type Config } from "./config.js";
+import { loadConfig, secretValues, TIMER_MAX_MS, type Config } from "./config.js";
+import { settingsOrExit } from "./lib/settings.js";
 import { createServices, type Part } from "./create-services.js";
 import { StartupError } from "./lib/startup-error.js";
 import type { Services } from "./services.js";
@@ -182,17 +183,8 @@ export async function start(
 }
 
 async function main(): Promise<void> {
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    // Its problems name settings, never their values (a secret's is not known yet to redact).
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(78); // EX_CONFIG
-    }
-    throw err;
-  }
+  // Its problems name settings, never their values (a secret's is not known yet to redact).
+  const config = settingsOrExit(() => loadConfig());
   // From here on a failure to start is written without the configured secrets: its message
   // (a library's error) can name a URL setting. The logger's redactor, once there is one, also
   // knows the secrets start-up learned (a development admin key, the keys kept in the store).

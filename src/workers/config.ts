@@ -1,19 +1,32 @@
 import { z } from "zod";
 import { integer } from "../lib/decimal-text.js";
-import { withoutBlankValues } from "../lib/settings.js";
+import {
+  ConfigError,
+  isHttpUrl,
+  LOG_LEVELS,
+  schemaProblems,
+  withoutBlankValues,
+} from "../lib/settings.js";
+
+/**
+ * A provider's http(s) URL. z.url() took any scheme (ftp://x, notaurl:x), which then failed every
+ * call; the message names the form, never the value (it can hold a password).
+ */
+const httpUrl = (name: string) =>
+  z.string().refine(isHttpUrl, `${name} must be an http:// or https:// URL`);
 
 /** The worker's own configuration: which providers its tools may use. */
 const schema = z.object({
   PORT: integer(0, 65535).default(0),
   HOST: z.string().default("127.0.0.1"),
-  LOG_LEVEL: z.string().default("info"),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
   /** Any OpenAI-compatible chat-completions endpoint: OpenAI, vLLM, Ollama, llama.cpp server. */
-  AI_BASE_URL: z.url().optional(),
+  AI_BASE_URL: httpUrl("AI_BASE_URL").optional(),
   AI_API_KEY: z.string().optional(),
   AI_MODEL: z.string().optional(),
-  SEARXNG_URL: z.url().optional(),
+  SEARXNG_URL: httpUrl("SEARXNG_URL").optional(),
   BRAVE_SEARCH_API_KEY: z.string().optional(),
-  BRAVE_SEARCH_URL: z.url().default("https://api.search.brave.com"),
+  BRAVE_SEARCH_URL: httpUrl("BRAVE_SEARCH_URL").default("https://api.search.brave.com"),
   SEARCH_PROVIDER: z.enum(["searxng", "brave"]).optional(),
   /** Models for the embedding, image and vision tools; AI_MODEL when unset (one multimodal model). */
   AI_EMBEDDING_MODEL: z.string().optional(),
@@ -33,7 +46,7 @@ const schema = z.object({
 export interface WorkerConfig {
   port: number;
   host: string;
-  logLevel: string;
+  logLevel: (typeof LOG_LEVELS)[number];
   ai: {
     baseUrl: string;
     apiKey: string | undefined;
@@ -52,8 +65,11 @@ export interface WorkerConfig {
 }
 
 export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
-  // As the gateway reads its own (config.ts): an empty setting is unset, a number decimal digits.
-  const e = schema.parse(withoutBlankValues(env));
+  // As the gateway reads its own (config.ts): an empty setting is unset, a number decimal digits,
+  // and a refusal is a ConfigError naming each setting (main.ts exits 78 with it), not a stack.
+  const parsed = schema.safeParse(withoutBlankValues(env));
+  if (!parsed.success) throw new ConfigError(schemaProblems(parsed.error));
+  const e = parsed.data;
   const searxng = e.SEARXNG_URL ? ({ provider: "searxng", url: e.SEARXNG_URL } as const) : null;
   const brave = e.BRAVE_SEARCH_API_KEY
     ? ({ provider: "brave", url: e.BRAVE_SEARCH_URL, apiKey: e.BRAVE_SEARCH_API_KEY } as const)

@@ -6,6 +6,7 @@ import { watchEventLoop } from "../lib/loop-watchdog.js";
 import { HeavyPool } from "./heavy/pool.js";
 import { createWorkerApp } from "./server.js";
 import { isMainModule } from "../lib/main-module.js";
+import { settingsOrExit } from "../lib/settings.js";
 
 /**
  * The tool workers as a process of their own. Logs `{"msg":"workers listening","port":…}` when
@@ -65,7 +66,7 @@ const HEARTBEAT_MS = 1000;
 const STOP_BOUND_MS = 5000;
 
 if (isMainModule(import.meta.url)) {
-  const config = loadWorkerConfig();
+  const config = settingsOrExit(() => loadWorkerConfig());
   // A loop held by one call serves no one: the process ends and its supervisor restarts it.
   if (config.eventLoopStallMs > 0)
     watchEventLoop({ stallMs: config.eventLoopStallMs, service: "toolgate-workers" });
