@@ -17,6 +17,7 @@ import { API_VERSIONS, apiVersionsSchema, type ApiVersion } from "./http/version
 import { MAX_TEXT_CHARS, MIN_BODY_LIMIT_BYTES } from "./tools/catalogue/limits.js";
 import { findTool } from "./tools/catalogue/index.js";
 import { loadToolsFile } from "./tools/custom/tools-file.js";
+import { needsBundledWorkers } from "./tools/bundled-workers.js";
 import type { UpstreamToolSpec } from "./tools/custom/spec.js";
 import { deepFreeze } from "./lib/deep-freeze.js";
 import { decimal, integer } from "./lib/decimal-text.js";
@@ -529,6 +530,20 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {
     if (parsed.data.DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS === "1")
       problems.push(
         "DEDICATED_WORKERS_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production",
+      );
+    // The bundled workers this gateway starts inherit its environment, and read this setting: it
+    // is refused here, at once, as they refuse it themselves (workers/config.ts), rather than in
+    // their failed start. Workers of their own (a URL for every pool) read their own environment.
+    if (
+      env.WEB_ALLOW_PRIVATE_TARGETS === "1" &&
+      needsBundledWorkers({
+        general: parsed.data.WORKER_POOL_GENERAL_URL ?? parsed.data.WORKERS_URL,
+        provider: parsed.data.WORKER_POOL_PROVIDER_URL ?? parsed.data.WORKERS_URL,
+        heavy: parsed.data.WORKER_POOL_HEAVY_URL ?? parsed.data.WORKERS_URL,
+      })
+    )
+      problems.push(
+        "WEB_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production (the bundled tool workers read it)",
       );
     // The development account's id and key derive from SECRET_KEY, and the banner prints the key.
     if (parsed.data.DEV_SEED === "1")

@@ -17,6 +17,8 @@ const httpUrl = (name: string) =>
 
 /** The worker's own configuration: which providers its tools may use. */
 const schema = z.object({
+  /** As the gateway's: production refuses the development-only settings below. */
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   PORT: integer(0, 65535).default(0),
   HOST: z.string().default("127.0.0.1"),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
@@ -70,6 +72,10 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
   const parsed = schema.safeParse(withoutBlankValues(env));
   if (!parsed.success) throw new ConfigError(schemaProblems(parsed.error));
   const e = parsed.data;
+  // Any caller could then read the services beside the workers (their metrics, a cloud's admin
+  // ports): refused as the gateway refuses its own *_ALLOW_PRIVATE_TARGETS (config.ts).
+  if (e.NODE_ENV === "production" && e.WEB_ALLOW_PRIVATE_TARGETS === "1")
+    throw new ConfigError(["WEB_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production"]);
   const searxng = e.SEARXNG_URL ? ({ provider: "searxng", url: e.SEARXNG_URL } as const) : null;
   const brave = e.BRAVE_SEARCH_API_KEY
     ? ({ provider: "brave", url: e.BRAVE_SEARCH_URL, apiKey: e.BRAVE_SEARCH_API_KEY } as const)

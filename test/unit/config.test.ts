@@ -558,6 +558,30 @@ describe("configuration", () => {
     expect(loadConfig({ SSO_ALLOW_PRIVATE_TARGETS: "1" }).ssoAllowPrivateTargets).toBe(true);
   });
 
+  it("refuses WEB_ALLOW_PRIVATE_TARGETS=1 in production when it starts the bundled workers, which would read it", () => {
+    const refused =
+      "WEB_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production (the bundled tool workers read it)";
+    expect(problemsOf({ ...production, WEB_ALLOW_PRIVATE_TARGETS: "1" })).toEqual([refused]);
+    // One pool left to the bundled workers is enough: they start.
+    expect(
+      problemsOf({
+        ...production,
+        WEB_ALLOW_PRIVATE_TARGETS: "1",
+        WORKER_POOL_GENERAL_URL: "http://workers:8500",
+        WORKER_POOL_PROVIDER_URL: "http://workers:8500",
+      }),
+    ).toEqual([refused]);
+    // Workers of their own read their own environment (and refuse it there).
+    expect(
+      problemsOf({
+        ...production,
+        WEB_ALLOW_PRIVATE_TARGETS: "1",
+        WORKERS_URL: "http://workers:8500",
+      }),
+    ).toEqual([]);
+    expect(problemsOf({ WEB_ALLOW_PRIVATE_TARGETS: "1" })).toEqual([]);
+  });
+
   it("refuses DEV_SEED=1 in production: it would print a live key derived from SECRET_KEY", () => {
     expect(loadConfig(production).devSeed).toBe(false);
     expect(loadConfig({ ...production, DEV_SEED: "0" }).devSeed).toBe(false);

@@ -76,6 +76,21 @@ describe("the tool workers' settings", () => {
     });
   });
 
+  it("refuses WEB_ALLOW_PRIVATE_TARGETS=1 in production, as the gateway refuses its own", () => {
+    expect(problemsOf({ NODE_ENV: "production", WEB_ALLOW_PRIVATE_TARGETS: "1" })).toEqual([
+      "WEB_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production",
+    ]);
+    // A NODE_ENV misspelt is refused, not read as "not production".
+    expect(problemsOf({ NODE_ENV: "Production", WEB_ALLOW_PRIVATE_TARGETS: "1" })).toEqual([
+      'NODE_ENV: Invalid option: expected one of "development"|"production"|"test"',
+    ]);
+    for (const env of ["development", "test"])
+      expect(
+        loadWorkerConfig({ NODE_ENV: env, WEB_ALLOW_PRIVATE_TARGETS: "1" }).web.allowPrivate,
+      ).toBe(true);
+    expect(loadWorkerConfig({ NODE_ENV: "production" }).web.allowPrivate).toBe(false);
+  });
+
   it("stops the workers' process with the problems, one line each, and exit 78: no stack", async () => {
     const run = await startWorkers({
       NODE_ENV: "production",
@@ -87,6 +102,15 @@ describe("the tool workers' settings", () => {
       "Invalid configuration:\n" +
         "  - AI_BASE_URL: AI_BASE_URL must be an http:// or https:// URL\n" +
         "  - HEAVY_THREADS: Too small: expected number to be >=1\n",
+      "",
+    ]);
+  }, 30_000);
+
+  it("stops the workers' process in production with WEB_ALLOW_PRIVATE_TARGETS=1: exit 78", async () => {
+    const run = await startWorkers({ NODE_ENV: "production", WEB_ALLOW_PRIVATE_TARGETS: "1" });
+    expect([run.status, run.stderr, run.stdout]).toEqual([
+      78,
+      "Invalid configuration:\n  - WEB_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production\n",
       "",
     ]);
   }, 30_000);
