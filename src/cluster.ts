@@ -79,35 +79,61 @@ export async function runPrimary(config: Config, logger: ProcessLogger): Promise
   };
   /** A process that dies within this long of its start is restarted after a pause, so a crash cannot spin. */
   const QUICK_DEATH_MS = 5_000;
+  /** The longest pause before the next try after starts that failed in a row. */
+  const RESTART_BACKOFF_MAX_MS = 30_000;
   let forked = 0;
-  const fork = (): Worker => {
+  /** Starts that failed in a row (a process that died before it served); 0 once one serves. */
+  let failedStarts = 0;
+  /** Forks again after `delayMs`, unless the shutdown began meanwhile. */
+  const replace = (delayMs: number) =>
+    setTimeout(() => {
+      if (!stopping) fork(true);
+    }, delayMs);
+  /** `replacement`: forked for a process that died, not one of the first N. */
+  const fork = (replacement: boolean): Worker => {
     const started = Date.now();
     let serving = false;
     // The development banner (account, keys) is printed by the first process only.
     const worker = cluster.fork(forked++ === 0 ? shared : { ...shared, DEV_SEED: "0" });
     worker.on("message", (message) => {
-      if (message === STARTED) serving = true;
+      if (message !== STARTED) return;
+      serving = true;
+      failedStarts = 0;
     });
     worker.once("exit", (code, signal) => {
       if (stopping) return;
       if (!serving) {
-        // It never served: a failed start (it wrote why), which every other one would repeat.
+        // One of the first N exited by itself before it served: a failed start (it wrote why),
+        // which every other fork would repeat with these same settings.
+        if (!replacement && signal === null) {
+          log.error(
+            { worker: worker.process.pid, code, signal },
+            "a gateway process could not start: stopping",
+          );
+          return shutdown(code || 1);
+        }
+        // Killed by a signal (the OOM killer, an operator), or a replacement that failed where
+        // the same settings had started before (its store unreachable for a while): the
+        // processes still serving keep serving, and another is tried, later each time.
+        failedStarts++;
+        const delayMs = Math.min(1_000 * 2 ** (failedStarts - 1), RESTART_BACKOFF_MAX_MS);
         log.error(
-          { worker: worker.process.pid, code, signal },
-          "a gateway process could not start: stopping",
+          { worker: worker.process.pid, code, signal, retry_in_ms: delayMs },
+          "a gateway process died during its start; starting another",
         );
-        return shutdown(code || 1);
+        replace(delayMs);
+        return;
       }
       const quick = Date.now() - started < QUICK_DEATH_MS;
       log.error(
         { worker: worker.process.pid, code, signal },
         "a gateway process exited; starting another",
       );
-      setTimeout(fork, quick ? 1_000 : 0);
+      replace(quick ? 1_000 : 0);
     });
     return worker;
   };
-  for (let i = 0; i < config.webConcurrency; i++) fork();
+  for (let i = 0; i < config.webConcurrency; i++) fork(false);
   started = true;
   log.info({ processes: config.webConcurrency, port: config.port }, "primary started");
 }

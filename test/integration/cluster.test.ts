@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -55,7 +56,43 @@ const alive = (pid: number) => {
   }
 };
 
+/** The primary's gateway processes (not the bundled tool workers it also started). */
+const gatewayChildren = (): number[] =>
+  execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(gw.child.pid)], { encoding: "utf8" })
+    .split("\n")
+    .filter((line) => line.trim() && !line.includes("workers/main"))
+    .map((line) => Number(line.trim().split(/\s+/)[0]));
+
+/** SIGKILLs `victim`, then waits for the primary's replacement and returns its pid, at once. */
+async function killAndCatchReplacement(victim: number): Promise<number> {
+  const before = new Set(gatewayChildren());
+  process.kill(victim, "SIGKILL");
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const fresh = gatewayChildren().find((pid) => !before.has(pid));
+    if (fresh) return fresh;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error("the primary started no replacement within 10 s");
+}
+
 describe("WEB_CONCURRENCY=2", () => {
+  it("replaces a process killed by a signal during its start, the sibling serving throughout", async () => {
+    const [victim, survivor] = [...(await servingPids(2))] as [number, number];
+    // Killed while it starts (as the OOM killer might): it never served, but it did not fail
+    // its start by itself, so nothing says the next would fail too.
+    const replacement = await killAndCatchReplacement(victim);
+    process.kill(replacement, "SIGKILL");
+    while (alive(replacement)) await new Promise((r) => setTimeout(r, 20));
+    expect(await pidOnFreshConnection(gw.url)).toBe(survivor);
+    const after = await servingPids(2, 60_000);
+    expect(after.has(survivor)).toBe(true);
+    expect(after.size).toBe(2);
+    expect(alive(gw.child.pid!)).toBe(true);
+    expect(gw.output.join("\n")).not.toContain("could not start: stopping");
+    expect(gw.output.join("\n")).toContain("a gateway process died during its start");
+  }, 120_000);
+
   it("serves from two gateway processes on one port, replaces one that dies, and drains on SIGTERM", async () => {
     const first = await servingPids(2);
     expect(first.size).toBe(2);
