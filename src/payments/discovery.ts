@@ -210,8 +210,14 @@ export const wellKnownX402 = defineRoute({
         ...(extra.extensions ? { extensions: extra.extensions } : {}),
       };
     };
+    // What can be bought now: a tool the workers cannot run (its provider not configured) is
+    // answered 503 tool_unavailable before any payment, so offering it would only send agents
+    // to a refusal. GET /v1/tools still lists it, with `available: false` and why.
+    const buyable = publicTools(services, TOOLS).filter(
+      (tool) => services.pools.unavailableReason(tool.name) === null,
+    );
     const resources = [
-      ...publicTools(services, TOOLS).map((tool) =>
+      ...buyable.map((tool) =>
         entry(`/v1/tools/${tool.name}`, toolPrice(services, tool), `${tool.title}: one call`, {
           requiresKey: false,
           extensions: toolExtensions(tool),

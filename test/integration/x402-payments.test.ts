@@ -647,6 +647,26 @@ describe("the 402 of a tool whose whole description is large", () => {
     expect(entry.extensions.bazaar.info.input.body).toEqual(await exampleOf("spreadsheet-read"));
   });
 
+  it("/.well-known/x402 offers only the tools that can run now: one whose provider is not configured is left out, as GET /v1/tools says", async () => {
+    const catalogue = (await call(`${setup.gw.url}/v1/tools`)).body.data as {
+      name: string;
+      available: boolean;
+    }[];
+    const unavailable = catalogue.filter((t) => !t.available).map((t) => t.name);
+    expect(unavailable).toContain("ai-extract");
+    const doc = (await call(`${setup.gw.url}/.well-known/x402`)).body;
+    const offered = (doc.resources as { resource: string }[])
+      .map((r) => new URL(r.resource).pathname)
+      .filter((path) => path.startsWith("/v1/tools/"))
+      .map((path) => path.slice("/v1/tools/".length));
+    expect(offered.sort()).toEqual(
+      catalogue
+        .filter((t) => t.available)
+        .map((t) => t.name)
+        .sort(),
+    );
+  });
+
   it("official clients pay for spreadsheet-read: @x402/fetch (v2) and x402-fetch (v1)", async () => {
     const body = JSON.stringify(await exampleOf("spreadsheet-read"));
     const payer = PAYERS[3]!;

@@ -87,12 +87,15 @@ describe("discovery", () => {
     expect(paymentIdentifier).toMatchObject({ info: { required: false } });
   });
 
-  it("GET /.well-known/x402 lists every paid resource with its price and networks", async () => {
+  it("GET /.well-known/x402 lists every paid resource that can run, with its price and networks", async () => {
     const doc = (await call(`${gw.url}/.well-known/x402`)).body;
-    const tools = (await call(`${gw.url}/v1/tools`)).body.data as {
-      name: string;
-      price: { usdc_atomic: string };
-    }[];
+    const tools = (
+      (await call(`${gw.url}/v1/tools`)).body.data as {
+        name: string;
+        available: boolean;
+        price: { usdc_atomic: string };
+      }[]
+    ).filter((tool) => tool.available);
     expect(doc).toMatchObject({
       x402Version: 2,
       payTo: PAY_TO,
