@@ -3,6 +3,7 @@ import { createServer } from "node:net";
 import type { Config } from "./config.js";
 import { listen } from "./http/listen.js";
 import type { ProcessLogger } from "./lib/logger.js";
+import { CONFIG_ERROR_EXIT } from "./lib/settings.js";
 import { envPrefix } from "./payments/networks.js";
 import { needsBundledWorkers, startBundledWorkers } from "./tools/bundled-workers.js";
 
@@ -81,9 +82,13 @@ export async function runPrimary(config: Config, logger: ProcessLogger): Promise
   const QUICK_DEATH_MS = 5_000;
   /** The longest pause before the next try after starts that failed in a row. */
   const RESTART_BACKOFF_MAX_MS = 30_000;
+  /** Replacements that may fail in a row while no process serves before the primary gives up. */
+  const FAILED_STARTS_WITH_NONE_SERVING = 3;
   let forked = 0;
   /** Starts that failed in a row (a process that died before it served); 0 once one serves. */
   let failedStarts = 0;
+  /** Processes that said they serve and have not exited. */
+  let serving = 0;
   /** Forks again after `delayMs`, unless the shutdown began meanwhile. */
   const replace = (delayMs: number) =>
     setTimeout(() => {
@@ -92,30 +97,38 @@ export async function runPrimary(config: Config, logger: ProcessLogger): Promise
   /** `replacement`: forked for a process that died, not one of the first N. */
   const fork = (replacement: boolean): Worker => {
     const started = Date.now();
-    let serving = false;
+    let served = false;
     // The development banner (account, keys) is printed by the first process only.
     const worker = cluster.fork(forked++ === 0 ? shared : { ...shared, DEV_SEED: "0" });
     worker.on("message", (message) => {
-      if (message !== STARTED) return;
-      serving = true;
+      if (message !== STARTED || served) return;
+      served = true;
+      serving++;
       failedStarts = 0;
     });
     worker.once("exit", (code, signal) => {
+      if (served) serving--;
       if (stopping) return;
-      if (!serving) {
-        // One of the first N exited by itself before it served: a failed start (it wrote why),
-        // which every other fork would repeat with these same settings.
-        if (!replacement && signal === null) {
+      if (!served) {
+        // One of the first N that died before it served, or any start refused for its
+        // configuration (exit 78: a TOOLS_FILE edited since, say): a failed start every other
+        // fork would repeat with these settings. So is a replacement that keeps failing while no
+        // process serves: the operator's supervisor is told (the primary exits), not a log alone.
+        failedStarts++;
+        const stop =
+          !replacement ||
+          code === CONFIG_ERROR_EXIT ||
+          (serving === 0 && failedStarts >= FAILED_STARTS_WITH_NONE_SERVING);
+        if (stop) {
           log.error(
-            { worker: worker.process.pid, code, signal },
+            { worker: worker.process.pid, code, signal, failed_starts: failedStarts },
             "a gateway process could not start: stopping",
           );
           return shutdown(code || 1);
         }
-        // Killed by a signal (the OOM killer, an operator), or a replacement that failed where
-        // the same settings had started before (its store unreachable for a while): the
-        // processes still serving keep serving, and another is tried, later each time.
-        failedStarts++;
+        // A replacement killed by a signal (the OOM killer) or failed where the same settings had
+        // started before: the processes still serving keep serving, and another is tried, later
+        // each time.
         const delayMs = Math.min(1_000 * 2 ** (failedStarts - 1), RESTART_BACKOFF_MAX_MS);
         log.error(
           { worker: worker.process.pid, code, signal, retry_in_ms: delayMs },

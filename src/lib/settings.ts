@@ -43,6 +43,9 @@ export class ConfigError extends Error {
 export const schemaProblems = (error: z.ZodError): string[] =>
   error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
 
+/** The exit code of a process whose settings are refused (sysexits' EX_CONFIG). */
+export const CONFIG_ERROR_EXIT = 78;
+
 /**
  * Reads a process's settings with `load`; refused, it writes the problems and exits 78
  * (EX_CONFIG): a supervisor (systemd's RestartPreventExitStatus, an operator) tells a
@@ -54,7 +57,7 @@ export function settingsOrExit<T>(load: () => T): T {
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
-      process.exit(78); // EX_CONFIG
+      process.exit(CONFIG_ERROR_EXIT);
     }
     throw err;
   }

@@ -1,4 +1,8 @@
 import { execFileSync } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -38,11 +42,11 @@ const pidOnFreshConnection = (url: string) =>
       .end();
   });
 
-async function servingPids(count: number, timeoutMs = 30_000): Promise<Set<number>> {
+async function servingPids(count: number, timeoutMs = 30_000, url = gw.url): Promise<Set<number>> {
   const pids = new Set<number>();
   const deadline = Date.now() + timeoutMs;
   while (pids.size < count && Date.now() < deadline)
-    pids.add(await pidOnFreshConnection(gw.url).catch(() => 0));
+    pids.add(await pidOnFreshConnection(url).catch(() => 0));
   pids.delete(0);
   return pids;
 }
@@ -120,4 +124,60 @@ describe("WEB_CONCURRENCY=2", () => {
     expect(await gw.stop("SIGTERM")).toBe(0);
     for (const pid of after) expect(alive(pid)).toBe(false);
   }, 180_000);
+});
+
+describe("WEB_CONCURRENCY=2, starts that fail after the group served", () => {
+  const dir = mkdtempSync(join(tmpdir(), "toolgate-cluster-"));
+  const toolsFile = join(dir, "tools.yaml");
+  const marker = join(dir, "die-at-start");
+  // Loaded by every process at its start: once the marker exists, a process that starts kills
+  // itself with a signal 300 ms in, before it serves (as the OOM killer might, every time).
+  const preload = join(dir, "die-at-start.cjs");
+  const others: GatewayProcess[] = [];
+  beforeAll(() => {
+    writeFileSync(
+      preload,
+      `if (require("node:fs").existsSync(${JSON.stringify(marker)})) setTimeout(() => process.kill(process.pid, "SIGKILL"), 300);\n`,
+    );
+    writeFileSync(toolsFile, "tools: []\n");
+  });
+  afterAll(async () => {
+    for (const g of others) await g.stop("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const group = async () => {
+    const g = await spawnGateway(
+      uniquePrefix("cluster-fail"),
+      { WEB_CONCURRENCY: "2", TOOLS_FILE: toolsFile },
+      ["--require", preload],
+    );
+    others.push(g);
+    const pids = await servingPids(2, 30_000, g.url);
+    expect(pids.size).toBe(2);
+    return { g, pids: [...pids] };
+  };
+
+  it("stops, exit 78, when a replacement's configuration is refused (a TOOLS_FILE edited since): every fork would repeat it", async () => {
+    const { g, pids } = await group();
+    writeFileSync(toolsFile, "tools: [ {name: 1} ]\n");
+    const exited = once(g.child, "exit");
+    process.kill(pids[0]!, "SIGKILL");
+    const [code] = await exited;
+    expect(code).toBe(78);
+    expect(g.output.join("\n")).toContain("a gateway process could not start: stopping");
+    writeFileSync(toolsFile, "tools: []\n");
+  }, 90_000);
+
+  it("stops once replacements keep dying at start while no process serves, rather than trying for ever", async () => {
+    const { g, pids } = await group();
+    writeFileSync(marker, "");
+    const exited = once(g.child, "exit");
+    for (const pid of pids) process.kill(pid, "SIGKILL");
+    const [code] = await exited;
+    expect(code).toBe(1);
+    const log = g.output.join("\n");
+    expect(log).toContain("a gateway process died during its start; starting another");
+    expect(log).toContain("a gateway process could not start: stopping");
+  }, 90_000);
 });
