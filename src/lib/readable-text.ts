@@ -2,27 +2,103 @@ import { z } from "zod";
 
 /**
  * The rules for short text a person writes once and others read, shown in pages, feeds, tables,
- * terminals and logs (key names, incident titles and messages): no control characters, no
- * invisible reordering, no noncharacters. A NUL, an ESC starting a terminal escape sequence or a
- * BEL was stored and shown as it came; a right-to-left override (U+202E) showed "gnp.exe" as
- * "exe.png", and the key's prefix after it reversed too.
+ * terminals and logs (key names, incident titles and messages), and handed to LLM agents by
+ * /status.json: no control characters, no invisible reordering, no invisible formatting, no
+ * noncharacters. A NUL, an ESC starting a terminal escape sequence or a BEL was stored and shown as
+ * it came; a right-to-left override (U+202E) showed "gnp.exe" as "exe.png", and the key's prefix
+ * after it reversed too; tag characters (U+E0020–U+E007F) carried a whole ASCII sentence no one
+ * sees but a model reads, and a Hangul filler (U+3164) made a title that looks empty.
  *
- * Refused: control characters (Unicode's Cc: C0, DEL, C1); the bidirectional embeddings,
- * overrides and isolates (U+202A–U+202E, U+2066–U+2069, the "Trojan Source" set); and the
- * invisible ones that make a name look empty or like another (zero width space U+200B, word joiner
- * and invisible operators U+2060–U+2064, U+FEFF). Not the zero width joiner and non-joiner or the
- * direction marks (U+200C–U+200F): emoji sequences and several scripts need them, and they reorder
- * nothing. Written as a class with no \p{…}, so the OpenAPI document's pattern reads the same in
- * JavaScript and Python (whose re has no \p).
+ * The published pattern (below) is a class with no \p{…}, so the OpenAPI document's pattern reads
+ * the same in JavaScript and Python (whose re has no \p): control characters (Cc), the
+ * bidirectional embeddings, overrides and isolates (the "Trojan Source" set), the zero width space,
+ * word joiner, invisible operators and U+FEFF. The gateway also checks the whole rule
+ * (`hasInvisibleFormatting`), by Unicode property, when zod runs the pattern.
  */
-export const NO_CONTROL_CHARACTERS =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing them is the point
-  /^[^\x00-\x1F\x7F-\x9F\u200B\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]*$/;
-
-/** `NO_CONTROL_CHARACTERS` but for tab and line feed: for text of several lines or columns. */
-export const NO_CONTROL_CHARACTERS_BUT_LINES =
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing them is the point
+const PUBLISHED = /^[^\x00-\x1F\x7F-\x9F\u200B\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]*$/;
+const PUBLISHED_BUT_LINES =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing them is the point
   /^[^\x00-\x08\x0B-\x1F\x7F-\x9F\u200B\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]*$/;
+
+/**
+ * A pattern whose `source` is what the OpenAPI document publishes, and which matches only text
+ * that also passes `alsoRequired`: zod runs `test` (which calls `exec`) and publishes `source`, so
+ * one object is both the documented pattern and the whole check, with zod's one message.
+ */
+class PublishedPattern extends RegExp {
+  readonly #alsoRequired: (text: string) => boolean;
+  constructor(published: RegExp, alsoRequired: (text: string) => boolean) {
+    super(published.source, published.flags);
+    this.#alsoRequired = alsoRequired;
+  }
+  // split, matchAll and the like build plain copies: the extra check is for test and exec.
+  static override get [Symbol.species]() {
+    return RegExp;
+  }
+  override exec(text: string): RegExpExecArray | null {
+    return this.#alsoRequired(text) ? super.exec(text) : null;
+  }
+}
+
+// What may sit next to a joiner or under a variation selector: letters, marks, digits,
+// punctuation, symbols.
+const GRAPHIC = String.raw`\p{L}\p{M}\p{N}\p{P}\p{S}`;
+// Variation selectors pick a glyph for the character before them (U+FE0F: ❤️ in colour; the
+// Mongolian ones and the ideographic supplement likewise).
+const SELECTORS = String.raw`\u180B-\u180D\u180F\uFE00-\uFE0F\u{E0100}-\u{E01EF}`;
+// The zero width non-joiner and joiner, and the direction marks (LRM, RLM and the Arabic letter
+// mark): kept, as emoji sequences, Indic and Arabic-script names need them and they reorder nothing.
+const JOINERS = String.raw`\u200C\u200D`;
+const MARKS = String.raw`\u061C\u200E\u200F`;
+/** Control, format, line and paragraph separators, private use, lone surrogates, default ignorables. */
+const invisible = (kept: string) =>
+  new RegExp(
+    String.raw`(?![${kept}${SELECTORS}${JOINERS}${MARKS}])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cs}\p{Default_Ignorable_Code_Point}]`,
+    "u",
+  );
+const INVISIBLE = invisible("");
+const INVISIBLE_BUT_LINES = invisible(String.raw`\t\n`);
+// A joiner between two visible characters (the first may carry a variation selector: ❤️‍🔥).
+const LOOSE_JOINER = new RegExp(`(?<![${GRAPHIC}])[${JOINERS}]|[${JOINERS}](?![${GRAPHIC}])`, "u");
+// One variation selector, right after a visible character: a run of them can spell hidden bytes.
+const LOOSE_SELECTOR = new RegExp(`(?:(?<![${GRAPHIC}])|(?<=[${SELECTORS}]))[${SELECTORS}]`, "u");
+const DOUBLED_MARK = new RegExp(`[${MARKS}]{2}`, "u");
+// Something that shows: not white space, the blank braille pattern, nor a kept invisible character.
+const VISIBLE = new RegExp(`[^\\s\\u2800${JOINERS}${MARKS}${SELECTORS}]`, "u");
+// The one use of tag characters: a subdivision flag (🏴 + "gbsct" in tags + cancel tag = Scotland).
+const FLAG_TAGS = /(?<=\u{1F3F4})[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]{1,7}\u{E007F}/gu;
+
+/**
+ * Whether `text` holds invisible formatting a reader cannot see: a character of Unicode's Cc
+ * (but tab and line feed when `lines`), Cf, Zl, Zp, Co or Cs categories or a default ignorable
+ * code point (U+00AD, U+3164, U+FFA0, U+E0020…), or a text with no visible character at all. The
+ * joiners and direction marks are kept where they mean something: a joiner between two visible
+ * characters, one variation selector after one, no mark next to another; tag characters only as
+ * a subdivision flag's.
+ */
+function hasInvisibleFormatting(text: string, lines = false): boolean {
+  const rest = text.replace(FLAG_TAGS, "");
+  return (
+    (lines ? INVISIBLE_BUT_LINES : INVISIBLE).test(rest) ||
+    LOOSE_JOINER.test(rest) ||
+    LOOSE_SELECTOR.test(rest) ||
+    DOUBLED_MARK.test(rest) ||
+    !VISIBLE.test(rest)
+  );
+}
+
+/** Text of one line that is all readable (`hasInvisibleFormatting`); its `source` is published. */
+export const NO_CONTROL_CHARACTERS = new PublishedPattern(
+  PUBLISHED,
+  (text) => !hasInvisibleFormatting(text),
+);
+
+/** `NO_CONTROL_CHARACTERS` but for tab and line feed: for text of several lines or columns. */
+export const NO_CONTROL_CHARACTERS_BUT_LINES = new PublishedPattern(
+  PUBLISHED_BUT_LINES,
+  (text) => !hasInvisibleFormatting(text, true),
+);
 
 /**
  * Whether `text` holds a noncharacter (U+FDD0-U+FDEF, and the last two code points of every

@@ -192,6 +192,11 @@ describe("incidents", () => {
       "\ufdd0",
       "\u{1fffe}",
       "\r",
+      // Invisible formatting: a hidden ASCII sentence in tag characters (read by an agent from
+      // /status.json, seen by no one), a soft hyphen, a line separator.
+      "\u{E0069}\u{E0067}\u{E006E}\u{E006F}\u{E0072}\u{E0065}",
+      "\u00ad",
+      "\u2028",
     ]) {
       expect([
         bad,
@@ -202,7 +207,7 @@ describe("incidents", () => {
         ...(await refusals("/incidents", { title: "t", message: `m ${bad} m` })),
       ]).toEqual([bad, 422, "validation_failed", "message"]);
     }
-    for (const bad of ["a\nb", "a\tb", "\u202eklat", "\u200b"])
+    for (const bad of ["a\nb", "a\tb", "\u202eklat", "\u200b", "\u3164", "\u200d"])
       expect(await refusals("/incidents", { title: bad, message: "m" })).toEqual([
         422,
         "validation_failed",

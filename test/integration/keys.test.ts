@@ -499,6 +499,9 @@ describe("API keys", () => {
       "isolate\u2067x",
       "\u200b", // looks empty
       "b\ufeffom",
+      "\u3164", // a Hangul filler: looks empty too
+      "ci\u{E0069}\u{E0067}\u{E006E}", // tag characters: hidden ASCII
+      "soft\u00adhyphen",
     ]) {
       const res = await call(`${gw.url}/api/v1/keys`, { key, body: { name } });
       expect([
