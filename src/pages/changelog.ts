@@ -19,21 +19,25 @@ export interface Release {
 
 const HEADING = /^## (.+?)\s*$/;
 const DATED = /^(.*?)\s+[—–-]\s+(\d{4}-\d{2}-\d{2})$/;
+// A fenced code block's opening line (CommonMark: up to three spaces, then three or more backticks
+// or tildes): a "## …" line inside it is code, not a release.
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 
 export function parseChangelog(markdown: string): { intro: string; releases: Release[] } {
   const lines = markdown.split("\n");
   const intro: string[] = [];
   const releases: Release[] = [];
+  let fence: string | null = null;
   for (const line of lines) {
-    const heading = HEADING.exec(line);
+    const heading = fence === null ? HEADING.exec(line) : null;
+    fence = fenceAfter(fence, line);
     if (heading) {
       const dated = DATED.exec(heading[1]!);
-      const title = dated ? dated[1]! : heading[1]!;
-      const date = dated ? dated[2]! : null;
-      const base = `${title}${date ? `-${date}` : ""}`
-        .toLowerCase()
-        .replace(/[^a-z0-9]+/g, "-")
-        .replace(/^-|-$/g, "");
+      // A heading whose date is no real day ("2026-13-45") is not dated: in the feed it was an
+      // "Invalid Date" pubDate, which no RSS reader accepts.
+      const date = dated && isRealDay(dated[2]!) ? dated[2]! : null;
+      const title = date ? dated![1]! : heading[1]!;
+      const base = slugOf(`${title}${date ? `-${date}` : ""}`);
       let slug = base;
       for (let n = 2; releases.some((r) => r.slug === slug); n++) slug = `${base}-${n}`;
       releases.push({ title, date, slug, markdown: "" });
@@ -41,6 +45,39 @@ export function parseChangelog(markdown: string): { intro: string; releases: Rel
     else if (!line.startsWith("# ")) intro.push(line);
   }
   return { intro: intro.join("\n").trim(), releases };
+}
+
+/** The fence open after `line`: `open` until a line of its character, at least as long, closes it. */
+function fenceAfter(open: string | null, line: string): string | null {
+  const marker = FENCE.exec(line)?.[1];
+  if (open === null) return marker ?? null;
+  const closes =
+    marker !== undefined &&
+    marker[0] === open[0] &&
+    marker.length >= open.length &&
+    line.trim() === marker;
+  return closes ? null : open;
+}
+
+/** Whether `yyyyMmDd` is a day of the calendar (not "2026-13-45", nor "2026-02-30", which Date rolls over). */
+function isRealDay(yyyyMmDd: string): boolean {
+  const day = new Date(`${yyyyMmDd}T00:00:00Z`);
+  return !Number.isNaN(day.getTime()) && day.toISOString().slice(0, 10) === yyyyMmDd;
+}
+
+/**
+ * An anchor from a heading: accents taken off their letters (NFKD, marks dropped: "Ünïcödé" is
+ * "unicode", not "n-c-d"), any other run of characters a hyphen. A heading with no Latin letter
+ * or digit left (all in another script) is "release"; the caller numbers repeats.
+ */
+function slugOf(heading: string): string {
+  const slug = heading
+    .normalize("NFKD")
+    .replace(/\p{M}/gu, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-|-$/g, "");
+  return slug || "release";
 }
 
 export function readChangelog(path = new URL("../../CHANGELOG.md", import.meta.url)): string {
