@@ -16,7 +16,21 @@ const STATE_LABEL: Record<string, string> = {
   unknown: "Not checked yet",
 };
 
-const percent = (n: number | null) => (n === null ? "—" : `${n.toFixed(n === 100 ? 0 : 2)}%`);
+/**
+ * `ok` of `total` as a percentage, floored to two decimals: rounded, 99.996% read "100.00%" though
+ * checks failed. "100%" only when none did. From the counts, not /status.json's rounded figure.
+ */
+const percentOf = (ok: number, total: number) =>
+  total === 0
+    ? "—"
+    : ok === total
+      ? "100%"
+      : `${(Math.floor((ok * 10_000) / total) / 100).toFixed(2)}%`;
+const uptimeOf = (days: { ok: number; total: number }[]) =>
+  percentOf(
+    days.reduce((n, d) => n + d.ok, 0),
+    days.reduce((n, d) => n + d.total, 0),
+  );
 const ms = (n: number | null) => (n === null ? "—" : `${n} ms`);
 const utcMinute = (iso: string) => `${iso.replace("T", " ").slice(0, 16)} UTC`;
 
@@ -38,7 +52,7 @@ function uptimeBar(days: { day: string; ok: number; total: number }[]): string {
     const title =
       ratio === null
         ? `${day}: no checks`
-        : `${day}: ${(ratio * 100).toFixed(2)}% of ${d!.total} checks`;
+        : `${day}: ${percentOf(d!.ok, d!.total)} of ${d!.total} checks`;
     cells.push(
       `<span title="${esc(title)}" style="display:inline-block;width:5px;height:22px;margin-right:1px;background:${color}"></span>`,
     );
@@ -81,7 +95,7 @@ ${report.components
   .map(
     (c) => `<tr id="${esc(c.id)}"><td>${esc(c.name)}<br><code class="muted">${esc(c.id)}</code></td>
 <td><span class="pill ${esc(c.state)}">${esc(STATE_LABEL[c.state] ?? c.state)}</span>${c.detail ? `<br><span class="muted">${esc(c.detail)}</span>` : ""}</td>
-<td>${percent(c.uptime_90d)}${uptimeBar(c.days)}</td>
+<td>${uptimeOf(c.days)}${uptimeBar(c.days)}</td>
 <td>${ms(c.latency_ms.p50)} / ${ms(c.latency_ms.p95)} / ${ms(c.latency_ms.p99)}<br><span class="muted">${c.latency_ms.source === "http" ? `${c.latency_ms.samples} requests` : `${c.latency_ms.samples} checks`}</span></td></tr>`,
   )
   .join("\n")}</tbody></table></div>`,
