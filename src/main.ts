@@ -156,6 +156,11 @@ export async function start(
       // while it still serves everything: closing the listener at once would refuse the requests
       // it keeps sending until its health checks notice.
       services.readiness.drain();
+      // The status checks probe this process's own listener, which is about to close: their
+      // rounds from now on would record this process leaving as a REST API and MCP outage in the
+      // uptime every process shares. The other processes go on checking. Not awaited: a round
+      // running now is dropped, not waited for.
+      void services.status.stopChecks();
       if (config.shutdownDelayMs > 0) {
         log.info(
           { delay_ms: config.shutdownDelayMs },

@@ -19,6 +19,7 @@ export interface StatusChecker {
   /** This process's latest round, for when the shared store cannot be read. */
   lastRound(): CheckResult[];
   runOnce(): Promise<CheckResult[]>;
+  /** Stops the rounds; from the call on, a round still running is not recorded. */
   stop(): Promise<void>;
 }
 
@@ -59,8 +60,12 @@ export function startStatusChecks(
   };
 
   let lastRound: CheckResult[] = [];
+  // Once the process is shutting down its listener closes under the checks: a round that found it
+  // closed is this process leaving, not an outage, and must not reach the shared uptime counts.
+  let stopped = false;
   const runOnce = async () => {
     const results = await Promise.all(components.map(runOne));
+    if (stopped) return results;
     lastRound = results;
     await store.record(results);
     return results;
@@ -80,6 +85,7 @@ export function startStatusChecks(
     lastRound: () => lastRound,
     runOnce,
     async stop() {
+      stopped = true;
       await first;
       await loop.stop();
     },

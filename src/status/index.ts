@@ -23,6 +23,11 @@ export interface StatusService {
    * next view (opening one reads the report first, so the cached one was from just before it).
    */
   incidentsChanged(): void;
+  /**
+   * Stops the background checks (the page is still served): called as soon as shutdown begins,
+   * before the listener the checks probe closes.
+   */
+  stopChecks(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -71,6 +76,9 @@ export function createStatusService(services: Omit<Services, "status">): StatusS
     },
     incidentsChanged() {
       cached = null;
+    },
+    async stopChecks() {
+      await checker?.stop();
     },
     async stop() {
       await checker?.stop();
