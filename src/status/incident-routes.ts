@@ -37,15 +37,17 @@ const title = readableLine("A title", 200).refine(
   "A title cannot contain noncharacters",
 );
 
-/**
- * The incident an Idempotency-Key opens: its id is derived from the key, so a retry (after a 503
- * whose write still landed, or a lost answer) is the same incident, kept by the store once.
- */
-const incidentIdOf = (idempotencyKey: string | null) =>
-  idempotencyKey ? `inc_${keyDigest(idempotencyKey)}` : `inc_${randomId(16)}`;
-
 const keyDigest = (idempotencyKey: string) =>
   createHash("sha256").update(idempotencyKey).digest("hex").slice(0, 16);
+
+/** What a repeat answered under its Idempotency-Key says, as a tool call's replay does. */
+const REPLAYED = { "Idempotent-Replayed": "true" };
+const replayedHeader = {
+  "Idempotent-Replayed": {
+    schema: { type: "string", enum: ["true"] },
+    description: "This Idempotency-Key was honoured already: the answer is the one it made.",
+  },
+};
 
 /** What the operator sent to open an incident, to tell a retry from another opening under the same key. */
 const openingOf = (incident: Incident) =>
@@ -66,14 +68,16 @@ export const createIncident = defineRoute({
   errors: ["idempotency_conflict"],
   requestHeaders: [
     idempotencyKeyParameter(
-      "Same key and body: opened once, a repeat answers 200 with the incident as kept; the same key with another body is 409.",
+      "Same key and body within IDEMPOTENCY_TTL_SECONDS (24 h by default) of the opening: opened once, a repeat answers 200 with the incident as kept; the same key with another body is 409. Past that time the key opens a new incident.",
     ),
   ],
   successStatus: 201,
   alsoSucceeds: {
     status: 200,
-    description: "This Idempotency-Key opened the incident already: nothing opened again.",
+    description:
+      "This Idempotency-Key opened the incident already (`Idempotent-Replayed: true`): nothing opened again.",
   },
+  successHeaders: replayedHeader,
   body: z.strictObject({
     title,
     message,
@@ -98,7 +102,7 @@ export const createIncident = defineRoute({
       );
     const now = Date.now();
     const incident: Incident = {
-      id: incidentIdOf(idempotencyKey),
+      id: `inc_${randomId(16)}`,
       title: body.title,
       impact: body.impact,
       // Each once: the page and the feed would name a component twice.
@@ -107,15 +111,23 @@ export const createIncident = defineRoute({
       resolvedAt: null,
       updates: [{ status: body.status, message: body.message, at: now }],
     };
-    const kept = await services.status.store.saveIncident(incident).catch((err: unknown) => {
-      if (!(err instanceof StoreUnavailableError)) throw err;
-      // A command that met its deadline unanswered may still run once Redis answers again.
-      throw new ApiError(
-        "store_unavailable",
-        "The status store did not answer: the incident may still be opened once it does. Retry with the same Idempotency-Key header to open it only once.",
-        { headers: { "Retry-After": "1" } },
-      );
-    });
+    // The key names the incident it opened for as long as any Idempotency-Key is kept: a retry
+    // (after a 503 whose write still landed, or a lost answer) is that incident, and an alerting
+    // hook keying its openings by alert group opens a new one for an outage days later.
+    const idempotency = idempotencyKey
+      ? { key: keyDigest(idempotencyKey), ttlSeconds: services.config.idempotencyTtlSeconds }
+      : undefined;
+    const kept = await services.status.store
+      .saveIncident(incident, idempotency)
+      .catch((err: unknown) => {
+        if (!(err instanceof StoreUnavailableError)) throw err;
+        // A command that met its deadline unanswered may still run once Redis answers again.
+        throw new ApiError(
+          "store_unavailable",
+          "The status store did not answer: the incident may still be opened once it does. Retry with the same Idempotency-Key header to open it only once.",
+          { headers: { "Retry-After": "1" } },
+        );
+      });
     services.status.incidentsChanged();
     if (!kept) return { status: 201, body: incidentView(incident) };
     if (openingOf(kept) !== openingOf(incident))
@@ -124,7 +136,7 @@ export const createIncident = defineRoute({
         "This Idempotency-Key opened another incident (another title, impact, components, status or message).",
         { param: "Idempotency-Key" },
       );
-    return { status: 200, body: incidentView(kept) };
+    return { status: 200, body: incidentView(kept), headers: REPLAYED };
   },
 });
 
@@ -137,9 +149,10 @@ export const updateIncident = defineRoute({
   errors: ["idempotency_conflict"],
   requestHeaders: [
     idempotencyKeyParameter(
-      "Same key and body: posted once, a repeat answers the incident as kept; the same key with another body is 409.",
+      "Same key and body: posted once, a repeat answers the incident as kept (`Idempotent-Replayed: true`); the same key with another body is 409.",
     ),
   ],
+  successHeaders: replayedHeader,
   body: z.strictObject({ status, message }),
   response: incidentViewSchema,
   async handler({ services, params, body, req }) {
@@ -164,7 +177,7 @@ export const updateIncident = defineRoute({
           "This Idempotency-Key posted another update (another status or message).",
           { param: "Idempotency-Key" },
         );
-      return { body: incidentView(outcome.incident) };
+      return { body: incidentView(outcome.incident), headers: REPLAYED };
     }
     if (!outcome.changed)
       throw new ApiError("validation_failed", "The incident is resolved; open a new one.", {

@@ -12,6 +12,9 @@ export function createMemoryStatusStore(): StatusStore {
   const latest = new Map<string, CheckResult>();
   const days = new Map<string, Map<string, { ok: number; total: number }>>(); // day -> component -> counts
   const incidents = new Map<string, Incident>();
+  // An opening's Idempotency-Key (hashed) -> the incident it opened, until when. Few: the
+  // operator's keyed openings.
+  const openedByKey = new Map<string, { id: string; until: number }>();
   return {
     async record(results) {
       for (const result of results) {
@@ -37,10 +40,16 @@ export function createMemoryStatusStore(): StatusStore {
       }
       return out;
     },
-    async saveIncident(incident) {
-      const kept = incidents.get(incident.id);
+    async saveIncident(incident, idempotency) {
+      const opened = idempotency ? openedByKey.get(idempotency.key) : undefined;
+      const kept = opened && opened.until > Date.now() ? incidents.get(opened.id) : undefined;
       if (kept) return structuredClone(kept);
       incidents.set(incident.id, structuredClone(incident));
+      if (idempotency)
+        openedByKey.set(idempotency.key, {
+          id: incident.id,
+          until: Date.now() + idempotency.ttlSeconds * 1000,
+        });
       return null;
     },
     async changeIncident(id, change) {

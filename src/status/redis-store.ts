@@ -19,6 +19,8 @@ import {
  *   {status}:incidents         sorted set id by creation time; {status}:incident:<id> -> JSON
  *   {status}:incidents:open    set of the ids of unresolved incidents (a resolved id left in it by
  *                              a crash between the two writes is dropped when next read)
+ *   {status}:incident-key:<h>  the id of the incident an opening's Idempotency-Key (hashed) opened,
+ *                              kept IDEMPOTENCY_TTL_SECONDS
  */
 const DAY_TTL_SECONDS = (UPTIME_DAYS + 1) * 86_400;
 const INCIDENTS_KEPT = 200;
@@ -36,6 +38,7 @@ export function createRedisStatusStore(options: {
   const { redis, call, script } = openRedisClient(options);
   const dayKey = (day: string) => `{status}:day:${day}`;
   const incidentKey = (id: string) => `{status}:incident:${id}`;
+  const openedByKey = (idempotencyKey: string) => `{status}:incident-key:${idempotencyKey}`;
   const compareAndSet = (key: string, read: string, write: string): Promise<number> =>
     script<number>("compare-and-set", [key], [read, write]);
   return {
@@ -79,12 +82,24 @@ export function createRedisStatusStore(options: {
       });
       return out;
     },
-    async saveIncident(incident) {
-      return script<Incident | null>(
+    async saveIncident(incident, idempotency) {
+      const keptId = await script<string | null>(
         "incident-open",
-        [incidentKey(incident.id), "{status}:incidents", OPEN_INCIDENTS],
-        [JSON.stringify(incident), incident.createdAt, incident.id],
+        [
+          incidentKey(incident.id),
+          "{status}:incidents",
+          OPEN_INCIDENTS,
+          openedByKey(idempotency?.key ?? ""),
+        ],
+        [JSON.stringify(incident), incident.createdAt, incident.id, idempotency?.ttlSeconds ?? 0],
       );
+      if (keptId === null) return null;
+      // Read after the script, not in it: a script may only touch the keys it is given. An
+      // incident is never deleted, so the one the key opened is there.
+      const kept = await call(() => redis.get(incidentKey(keptId)));
+      if (kept === null)
+        throw new Error(`incident ${keptId}, opened by an Idempotency-Key, is missing`);
+      return JSON.parse(kept) as Incident;
     },
     async changeIncident(id, change) {
       // Optimistic: read, change in JavaScript, write only if nothing changed it meanwhile

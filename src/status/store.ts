@@ -44,6 +44,12 @@ export interface Incident {
   updates: IncidentUpdate[];
 }
 
+/** An incident opening's Idempotency-Key, hashed, and how long it names the incident it opened. */
+export interface IncidentIdempotency {
+  key: string;
+  ttlSeconds: number;
+}
+
 export interface StatusStore {
   /** Records one round of checks: the latest result per component and the day's counts. */
   record(results: CheckResult[]): Promise<void>;
@@ -51,11 +57,11 @@ export interface StatusStore {
   /** Per component, the counts of the given days (missing days are absent). */
   dayCounts(days: string[]): Promise<Map<string, DayCount[]>>;
   /**
-   * Keeps a new incident, in one step, unless one is kept under its id already (an opening retried
-   * under the same Idempotency-Key): that one is then left as it is and answered; null when this
-   * one was kept.
+   * Keeps a new incident, in one step, unless its opening's Idempotency-Key (hashed) opened one
+   * within the last `ttlSeconds` (an opening retried): that one is then left as it is and answered;
+   * null when this one was kept. Past that time the key opens a new incident.
    */
-  saveIncident(incident: Incident): Promise<Incident | null>;
+  saveIncident(incident: Incident, idempotency?: IncidentIdempotency): Promise<Incident | null>;
   getIncident(id: string): Promise<Incident | null>;
   /**
    * Changes an incident in one step: `change` gets the incident as kept and returns it changed, or

@@ -80,7 +80,7 @@ const KEY_COUNTS = {
   "custom-tool-add": 1,
   "release-lock": 1,
   "compare-and-set": 1,
-  "incident-open": 3,
+  "incident-open": 4,
   "payment-claim": 3,
   "payment-save": 2,
   "session-touch": 2,

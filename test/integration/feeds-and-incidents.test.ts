@@ -1,7 +1,9 @@
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseChangelog, readChangelog } from "../../src/pages/changelog.js";
+import { Redis } from "ioredis";
 import { admin, call, startGateway, type TestGateway } from "../helpers/gateway.js";
+import { REDIS_URL } from "../helpers/redis.js";
 
 /**
  * /changelog.rss and /status.rss parse as XML and hold what RSS 2.0 requires: channel title,
@@ -281,9 +283,12 @@ describe("incidents", () => {
     const body = { title: "Retried opening", message: "Looking.", impact: "major" };
     const first = await admin(gw.url, "/incidents", { body, headers });
     expect(first.status).toBe(201);
+    expect(first.headers.get("idempotent-replayed")).toBeNull();
     const retry = await admin(gw.url, "/incidents", { body, headers });
     expect(retry.status).toBe(200);
     expect(retry.body).toEqual(first.body);
+    // Said as a tool call's replay says it.
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
     const other = await admin(gw.url, "/incidents", {
       body: { ...body, message: "Something else." },
       headers,
@@ -302,6 +307,39 @@ describe("incidents", () => {
     expect(a.body.id).not.toBe(b.body.id);
   });
 
+  it("honours an opening's Idempotency-Key for IDEMPOTENCY_TTL_SECONDS: past it, the same key and body open a new incident", async () => {
+    // An alerting hook keying its openings by alert group: the same alert fires again days later.
+    const headers = { "idempotency-key": `alertgroup-${Date.now()}` };
+    const body = { title: "Elevated errors", message: "Investigating.", impact: "major" };
+    const first = await admin(gw.url, "/incidents", { body, headers });
+    expect(first.status).toBe(201);
+    await admin(gw.url, `/incidents/${first.body.id}/resolve`, { body: {} });
+    // The key is kept as long as a tool call's (24 h here)...
+    const redis = new Redis(REDIS_URL);
+    try {
+      const keys = [];
+      for (const key of await redis.keys(`${gw.prefix}{status}:incident-key:*`))
+        if ((await redis.get(key)) === first.body.id) keys.push(key);
+      expect(keys).toHaveLength(1);
+      const ttl = await redis.ttl(keys[0]!);
+      expect(ttl).toBeGreaterThan(86_400 - 60);
+      expect(ttl).toBeLessThanOrEqual(86_400);
+      // ...and that time passes.
+      await redis.del(keys[0]!);
+    } finally {
+      redis.disconnect();
+    }
+    const again = await admin(gw.url, "/incidents", { body, headers });
+    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([201, null]);
+    expect(again.body.id).not.toBe(first.body.id);
+    expect(again.body.resolved_at).toBeNull();
+    const active = (await call(`${gw.url}/status.json`)).body.incidents.active;
+    expect(active.map((i: { id: string }) => i.id)).toContain(again.body.id);
+    // The new opening is the one its key now names.
+    const retry = await admin(gw.url, "/incidents", { body, headers });
+    expect([retry.status, retry.body.id]).toEqual([200, again.body.id]);
+  });
+
   it("posts an update once per Idempotency-Key, even after the incident is resolved; another body under the key is 409", async () => {
     const opened = await admin(gw.url, "/incidents", {
       body: { title: "Retried update", message: "Looking." },
@@ -313,6 +351,10 @@ describe("incidents", () => {
     const retry = await admin(gw.url, path, { body, headers });
     expect([first.status, retry.status]).toEqual([200, 200]);
     expect(retry.body).toEqual(first.body);
+    expect([
+      first.headers.get("idempotent-replayed"),
+      retry.headers.get("idempotent-replayed"),
+    ]).toEqual([null, "true"]);
     expect(retry.body.updates.map((u: { status: string }) => u.status)).toEqual([
       "investigating",
       "identified",

@@ -21,6 +21,19 @@ describe.each(["redis", "memory"] as const)("racing incident updates (%s store)"
       body: { status: "identified", message: `update ${i}` },
     });
 
+  it("openings racing under one Idempotency-Key open one incident; the others answer it, replayed", async () => {
+    const headers = { "idempotency-key": `race-${Date.now()}` };
+    const body = { title: "Raced opening", message: "m" };
+    const answers = await Promise.all(
+      Array.from({ length: RACERS }, () => admin(gw.url, "/incidents", { body, headers })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([...Array(RACERS - 1).fill(200), 201]);
+    expect(new Set(answers.map((a) => a.body.id)).size).toBe(1);
+    expect(answers.filter((a) => a.headers.get("idempotent-replayed") === "true")).toHaveLength(
+      RACERS - 1,
+    );
+  });
+
   it("keeps every update answered 200", async () => {
     const opened = (await admin(gw.url, "/incidents", { body: { title: "t", message: "m" } })).body;
     const answers = await Promise.all(Array.from({ length: RACERS }, (_, i) => post(opened.id, i)));

@@ -75,9 +75,9 @@ describe("incident admin routes while Redis is away", () => {
     // Redis freezes just as the opening's write is sent: the write waits in Redis, unanswered.
     const store = gw.services.status.store;
     const save = store.saveIncident;
-    store.saveIncident = (incident) => {
+    store.saveIncident = (...args) => {
       redis.pause();
-      return save(incident);
+      return save(...args);
     };
     let first: Awaited<ReturnType<typeof call>>;
     try {
