@@ -17,6 +17,7 @@ import type { Payments } from "./payments/payments.js";
 import type { Foundation, Services } from "./services.js";
 import { createStatusService } from "./status/index.js";
 import { Readiness } from "./operations/readiness.js";
+import { ProviderHealth } from "./status/provider-health.js";
 import { createStore } from "./store/index.js";
 import { needsBundledWorkers, startBundledWorkers } from "./tools/bundled-workers.js";
 import { UpstreamTools } from "./tools/custom/registry.js";
@@ -141,6 +142,7 @@ export async function createServices(
     metrics,
     requestGuard: new RequestGuard(log, logger.redact),
     readiness: new Readiness(),
+    providerHealth: new ProviderHealth(),
     openCharges,
     mailer,
     refusedCredentials: new RefusedCredentials({ config, store }),

@@ -11,6 +11,7 @@ import type { Metrics } from "./http/metrics.js";
 import type { StatusService } from "./status/index.js";
 import type { RequestGuard } from "./http/request-guard.js";
 import type { Readiness } from "./operations/readiness.js";
+import type { ProviderHealth } from "./status/provider-health.js";
 import type { RefusedCredentials } from "./http/refused-credentials.js";
 import type { Books } from "./books/index.js";
 import type { UpstreamTools } from "./tools/custom/registry.js";
@@ -48,6 +49,8 @@ export interface Services {
   requestGuard: RequestGuard;
   /** Whether this process has begun to shut down (/readyz then answers 503). */
   readiness: Readiness;
+  /** What the calls of each provider tool saw of its provider, for the status page's checks. */
+  providerHealth: ProviderHealth;
   /** The charged calls this process has open, and the refund of those a dead process left open. */
   openCharges: OpenCharges;
   /** Refused credentials per client address, and the addresses held for them (http/refused-credentials.ts). */
@@ -72,6 +75,7 @@ export type Foundation = Pick<
   | "metrics"
   | "requestGuard"
   | "readiness"
+  | "providerHealth"
   | "openCharges"
   | "refusedCredentials"
 >;

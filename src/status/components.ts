@@ -7,8 +7,8 @@ import type { ComponentState } from "./store.js";
 /**
  * The status page's components and how each is checked. Every check is a real probe of the
  * running system (an HTTP request to this gateway's own doors, the workers' health endpoint,
- * the chain's RPC), or, for tool providers, what the gateway's own metrics saw since the last
- * round. A check that throws or times out reads "degraded".
+ * the chain's RPC), or, for tool providers, what the gateway's own calls of them saw since the
+ * last round (provider-health.ts). A check that throws or times out reads "degraded".
  */
 export interface ComponentCheck {
   id: string;
@@ -20,7 +20,10 @@ export interface ComponentCheck {
 const OK = { state: "operational", detail: null } as const;
 const degraded = (detail: string) => ({ state: "degraded" as const, detail });
 
-/** A provider whose calls failed this often (tool_failed or tool_timeout) in one interval is degraded. */
+/**
+ * A provider is degraded when, in one interval, the accounts whose calls it failed (each counted
+ * once) are at least this share of those and the calls it served.
+ */
 const PROVIDER_FAILURE_RATIO = 0.5;
 
 async function expectStatus(
@@ -127,7 +130,6 @@ export function componentChecks(
         expectStatus(`${services.pools.url(pool)}/healthz`, {}, [200], signal, probeToken),
     });
   }
-  const seen = new Map<string, { ok: number; failed: number }>();
   for (const tool of TOOLS.filter((t) => t.pool === "provider")) {
     checks.push({
       id: `provider-${tool.name}`,
@@ -136,23 +138,15 @@ export function componentChecks(
       async check() {
         const reason = services.pools.unavailableReason(tool.name);
         if (reason) return { state: "not_configured", detail: reason };
-        const values = (await services.metrics.toolCalls.get()).values.filter(
-          (v) => v.labels.tool === tool.name,
-        );
-        const ok = values.filter((v) => v.labels.outcome === "ok").reduce((n, v) => n + v.value, 0);
-        const failed = values
-          .filter((v) => v.labels.outcome === "tool_failed" || v.labels.outcome === "tool_timeout")
-          .reduce((n, v) => n + v.value, 0);
-        const before = seen.get(tool.name) ?? { ok: 0, failed: 0 };
-        seen.set(tool.name, { ok, failed });
-        const recentOk = ok - before.ok;
-        const recentFailed = failed - before.failed;
+        // Only failures that are the provider's, each account's weighing one (provider-health.ts):
+        // a caller's own failed calls, refunded, cost nothing and would make the page say so.
+        const { served, failedAccounts } = services.providerHealth.take(tool.name);
         if (
-          recentFailed > 0 &&
-          recentFailed / (recentOk + recentFailed) >= PROVIDER_FAILURE_RATIO
+          failedAccounts > 0 &&
+          failedAccounts / (served + failedAccounts) >= PROVIDER_FAILURE_RATIO
         ) {
           return degraded(
-            `${recentFailed} of ${recentOk + recentFailed} calls failed since the last check`,
+            `the provider failed calls of ${failedAccounts} account${failedAccounts === 1 ? "" : "s"} since the last check (${served} served)`,
           );
         }
         return OK;

@@ -558,12 +558,15 @@ async function serveCharged(
       });
     }
     services.metrics.countToolCall(metricsName(tool), "ok");
+    if (isProviderTool(tool)) services.providerHealth.served(tool.name);
     if (caller.charged) services.metrics.creditsDebited.inc(tool.cost);
     return { ...result, replayed: false, toolMs };
   }
 
   const failure = failureOf(tool, outcome);
   services.metrics.countToolCall(metricsName(tool), failure.code);
+  if (isProviderTool(tool) && providerFailed(outcome))
+    services.providerHealth.providerFailed(tool.name, accountId);
   const callerError = failure.code === "validation_failed";
   await refundOnce(services, {
     accountId,
@@ -580,6 +583,17 @@ async function serveCharged(
   throw failure.withHeaders(caller.headers);
 }
 
+/** A catalogue tool whose provider the status page shows ("Provider of …"). */
+const isProviderTool = (tool: ToolDefinition) => tool.pool === "provider" && !isUpstreamTool(tool);
+
+/**
+ * Whether the workers said the call failed because its provider did (`provider_unhealthy`:
+ * unreachable, its 5xx, its timeout, its refusal of the gateway's credentials or quota), rather
+ * than because of what the caller asked (an answer its schema refuses, an input it finds invalid).
+ */
+const providerFailed = (outcome: ForwardOutcome): boolean =>
+  outcome.kind === "response" && workerErrorOf(outcome.body).providerUnhealthy;
+
 /** Accounts name their own tools: counted together as "custom", so they cannot grow the metrics' label set without bound. */
 const metricsName = (tool: ToolDefinition) => (isPrivateTool(tool) ? "custom" : tool.name);
 
@@ -593,15 +607,19 @@ function workerErrorOf(body: Buffer): {
   message?: string;
   param?: string;
   retryAfter?: number;
+  providerUnhealthy: boolean;
 } {
   let error: unknown;
   try {
     error = (JSON.parse(body.toString("utf8")) as { error?: unknown } | null)?.error;
   } catch {
-    return {}; // not a worker's JSON
+    return { providerUnhealthy: false }; // not a worker's JSON
   }
-  if (typeof error !== "object" || error === null) return {};
-  const { code, message, param, retry_after } = error as Record<string, unknown>;
+  if (typeof error !== "object" || error === null) return { providerUnhealthy: false };
+  const { code, message, param, retry_after, provider_unhealthy } = error as Record<
+    string,
+    unknown
+  >;
   const text = (value: unknown, max: number) =>
     typeof value === "string" && value !== "" ? clip(value, max) : undefined;
   return {
@@ -613,6 +631,7 @@ function workerErrorOf(body: Buffer): {
       typeof retry_after === "number" && Number.isFinite(retry_after)
         ? Math.min(60, Math.max(1, Math.ceil(retry_after)))
         : undefined,
+    providerUnhealthy: provider_unhealthy === true,
   };
 }
 const MAX_WORKER_MESSAGE = 1000;

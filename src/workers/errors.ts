@@ -20,6 +20,13 @@ export class WorkerError extends Error {
       retryAfter?: number;
       /** What the operator's log should hold and the caller must not see (a provider's own error text). */
       logged?: Record<string, unknown>;
+      /**
+       * The provider itself failed (unreachable, its 5xx, its timeout, its refusal of the gateway's
+       * credentials or quota), not the call: the answer's `provider_unhealthy`, which the
+       * gateway's status page counts against the provider. An answer that does not satisfy the
+       * caller's schema, or a request the provider finds invalid or too large, is the call's.
+       */
+      providerUnhealthy?: boolean;
     } = {},
   ) {
     super(message);

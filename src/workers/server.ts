@@ -76,6 +76,7 @@ export function createWorkerApp(
             message: err.message,
             ...(err.param !== undefined ? { param: err.param } : {}),
             ...(err.more.retryAfter !== undefined ? { retry_after: err.more.retryAfter } : {}),
+            ...(err.more.providerUnhealthy ? { provider_unhealthy: true } : {}),
           },
         });
       }

@@ -45,6 +45,8 @@ it("a provider's 401 reaches the caller as its kind alone, and the operator's lo
         code: "provider_error",
         message:
           "The AI provider refused the request: it did not accept the gateway's credentials (401).",
+        // For the gateway's status page (the provider is failing whoever calls), not passed on.
+        provider_unhealthy: true,
       },
     },
   ]);

@@ -38,7 +38,10 @@ describe("providerRefusal", () => {
       502,
       "provider_error",
       "The AI provider refused the request: its quota for this gateway is used up (429).",
-      { logged: { provider: "The AI provider", provider_status: 429, provider_body: body } },
+      {
+        logged: { provider: "The AI provider", provider_status: 429, provider_body: body },
+        providerUnhealthy: true,
+      },
     ]);
     const kinds: [number, string, string][] = [
       [
@@ -59,6 +62,28 @@ describe("providerRefusal", () => {
       expect(err.message).toBe(`The AI provider refused the request: ${kind} (${status}).`);
       expect(err.more.logged?.provider_body).toBe(text);
     }
+  });
+
+  it("says the provider is unhealthy for its own failures, timeouts and refusals of the gateway's credentials, not for a request it refuses as too large or invalid", async () => {
+    const cases: [number, string, boolean][] = [
+      [500, "The server had an error", true],
+      [502, "bad gateway", true],
+      [504, "timed out", true],
+      [408, "request timeout", true],
+      [401, "Incorrect API key provided", true],
+      [403, "forbidden", true],
+      [400, "This model's maximum context length is 8192 tokens", false],
+      [413, "too large", false],
+      [400, "Invalid schema for response_format", false],
+      [422, "unprocessable", false],
+    ];
+    const unhealthy = await Promise.all(
+      cases.map(
+        async ([status, text]) =>
+          (await providerRefusal("The AI provider", answer(status, text))).more.providerUnhealthy,
+      ),
+    );
+    expect(unhealthy).toEqual(cases.map(([, , expected]) => expected));
   });
 
   it("the gateway answers a worker's provider_busy 503 worker_pool_busy with its Retry-After", () => {

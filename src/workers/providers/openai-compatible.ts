@@ -54,9 +54,22 @@ async function post<T>(
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
+    const unhealthy = { providerUnhealthy: true };
     if ((err as Error).name === "TimeoutError")
-      throw new WorkerError(504, "provider_timeout", "The AI provider did not answer in time.");
-    throw new WorkerError(502, "provider_error", "The AI provider could not be reached.");
+      throw new WorkerError(
+        504,
+        "provider_timeout",
+        "The AI provider did not answer in time.",
+        undefined,
+        unhealthy,
+      );
+    throw new WorkerError(
+      502,
+      "provider_error",
+      "The AI provider could not be reached.",
+      undefined,
+      unhealthy,
+    );
   }
   if (!res.ok) throw await providerRefusal("The AI provider", res);
   return (await res.json().catch(() => ({}))) as T;

@@ -31,9 +31,17 @@ export async function providerRefusal(provider: string, res: Response): Promise<
     "provider_error",
     `${provider} refused the request: ${kindOf(res.status, body)} (${res.status}).`,
     undefined,
-    { logged },
+    { logged, providerUnhealthy: isUnhealthy(res.status) },
   );
 }
+
+/**
+ * Whether a refusal says the provider is failing whoever calls (its own failure or timeout, the
+ * gateway's credentials or quota refused), not that it refused this request (too large, invalid:
+ * what the caller sent). A quota's 429 reaches here; a throttling 429 does not.
+ */
+const isUnhealthy = (status: number): boolean =>
+  status >= 500 || status === 408 || status === 401 || status === 403 || status === 429;
 
 function kindOf(status: number, body: string): string {
   if (status === 429) return "its quota for this gateway is used up";

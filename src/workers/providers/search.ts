@@ -30,16 +30,21 @@ async function getJson(
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
+    const unhealthy = { providerUnhealthy: true };
     if ((err as Error).name === "TimeoutError")
       throw new WorkerError(
         504,
         "provider_timeout",
         `The search provider (${provider}) did not answer in time.`,
+        undefined,
+        unhealthy,
       );
     throw new WorkerError(
       502,
       "provider_error",
       `The search provider (${provider}) could not be reached.`,
+      undefined,
+      unhealthy,
     );
   }
   if (!res.ok) throw await providerRefusal(`The search provider (${provider})`, res);
