@@ -4643,7 +4643,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Same key and body: opened once, a repeat answers 200 with the incident as kept; the same key with another body is 409. */
+                /** @description Same key and body within IDEMPOTENCY_TTL_SECONDS (24 h by default) of the opening: opened once, a repeat answers 200 with the incident as kept; the same key with another body is 409. Past that time the key opens a new incident. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4673,9 +4673,11 @@ export interface operations {
             };
         };
         responses: {
-            /** @description This Idempotency-Key opened the incident already: nothing opened again. */
+            /** @description This Idempotency-Key opened the incident already (`Idempotent-Replayed: true`): nothing opened again. */
             200: {
                 headers: {
+                    /** @description This Idempotency-Key was honoured already: the answer is the one it made. */
+                    "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
                     /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
@@ -4722,6 +4724,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description This Idempotency-Key was honoured already: the answer is the one it made. */
+                    "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
                     /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
@@ -5032,7 +5036,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Same key and body: posted once, a repeat answers the incident as kept; the same key with another body is 409. */
+                /** @description Same key and body: posted once, a repeat answers the incident as kept (`Idempotent-Replayed: true`); the same key with another body is 409. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -5053,6 +5057,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description This Idempotency-Key was honoured already: the answer is the one it made. */
+                    "Idempotent-Replayed"?: "true";
                     /** @description Requests allowed per window by the limiter that counted this request: the account's tier for a keyed request, the client address's limit for one without credentials, or an endpoint's own limit, whichever is nearest to refusing. */
                     "RateLimit-Limit"?: number;
                     /** @description The limit and its window in seconds, as <limit>;w=<seconds> (a tier's: <limit>;w=60). */
