@@ -440,12 +440,15 @@ async function serveCharged(
   const closeOpen = async () => open?.close();
   let outcome: ForwardOutcome;
   let toolMs: number | undefined;
+  /** Served by the shared workers (not an account's dedicated pool): what the status page's provider health reads. */
+  let sharedPool = false;
   try {
     // A Business account bound to its own pool sends the catalogue's calls there and nowhere else
     // (see dedicated-workers.ts). A custom or operator tool goes to its own endpoint whoever calls
     // it: the pool is a workers deployment serving the catalogue's tools only, and a custom tool's
     // input is for its endpoint alone.
     const route = pools.route(tool.pool, isUpstreamTool(tool) ? null : caller.account);
+    sharedPool = route.forward === null;
     const release = await route.gate.acquire(
       TIERS[caller.account.tier].priority,
       config.poolQueueTimeoutMs,
@@ -558,14 +561,14 @@ async function serveCharged(
       });
     }
     services.metrics.countToolCall(metricsName(tool), "ok");
-    if (isProviderTool(tool)) services.providerHealth.served(tool.name);
+    if (sharedPool && isProviderTool(tool)) services.providerHealth.served(tool.name);
     if (caller.charged) services.metrics.creditsDebited.inc(tool.cost);
     return { ...result, replayed: false, toolMs };
   }
 
   const failure = failureOf(tool, outcome);
   services.metrics.countToolCall(metricsName(tool), failure.code);
-  if (isProviderTool(tool) && providerFailed(outcome))
+  if (sharedPool && isProviderTool(tool) && providerFailed(outcome))
     services.providerHealth.providerFailed(tool.name, accountId);
   const callerError = failure.code === "validation_failed";
   await refundOnce(services, {
@@ -587,12 +590,15 @@ async function serveCharged(
 const isProviderTool = (tool: ToolDefinition) => tool.pool === "provider" && !isUpstreamTool(tool);
 
 /**
- * Whether the workers said the call failed because its provider did (`provider_unhealthy`:
- * unreachable, its 5xx, its timeout, its refusal of the gateway's credentials or quota), rather
- * than because of what the caller asked (an answer its schema refuses, an input it finds invalid).
+ * Whether the call failed because its provider did: the workers said so (`provider_unhealthy`:
+ * unreachable, its 5xx, its refusal of the gateway's credentials or quota), or no answer came
+ * within the tool's deadline — the workers' own wait for the provider starts later than the
+ * gateway's and ends after it, so a provider that hangs is only ever seen as this timeout. Not
+ * what the caller asked (an answer its schema refuses, an input the provider finds invalid).
  */
 const providerFailed = (outcome: ForwardOutcome): boolean =>
-  outcome.kind === "response" && workerErrorOf(outcome.body).providerUnhealthy;
+  outcome.kind === "timeout" ||
+  (outcome.kind === "response" && workerErrorOf(outcome.body).providerUnhealthy);
 
 /** Accounts name their own tools: counted together as "custom", so they cannot grow the metrics' label set without bound. */
 const metricsName = (tool: ToolDefinition) => (isPrivateTool(tool) ? "custom" : tool.name);

@@ -20,7 +20,8 @@ let key: string;
 beforeAll(async () => {
   llm = await startFakeLlm();
   gw = await startGateway({
-    env: { STATUS_CHECK_INTERVAL_MS: String(INTERVAL_MS) },
+    // ai-extract's deadline short, for the provider that hangs.
+    env: { STATUS_CHECK_INTERVAL_MS: String(INTERVAL_MS), TOOL_TIMEOUTS: "ai-extract=1500" },
     workerEnv: { AI_BASE_URL: `${llm.url}/v1`, AI_MODEL: "m", AI_API_KEY: "sk-test" },
   });
   ({ key } = await fundedAccount(gw.url, 1000));
@@ -44,6 +45,21 @@ async function statesOver(ms: number): Promise<Set<string>> {
     await new Promise((r) => setTimeout(r, 40));
   }
   return states;
+}
+
+/**
+ * The component as soon as it reads degraded, watched from the call on (a round with no failure
+ * in it reads operational again), or as it reads after 15 s: a round lasts as long as its slowest
+ * check, which on a loaded machine is much longer than the interval.
+ */
+async function firstDegraded(): Promise<{ state: string; detail: string | null }> {
+  const until = Date.now() + 15_000;
+  let component = await providerComponent();
+  while (component.state !== "degraded" && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 40));
+    component = await providerComponent();
+  }
+  return component;
 }
 
 const extract = (schema: unknown) => callTool(gw.url, key, "ai-extract", { text: "hello", schema });
@@ -82,16 +98,12 @@ it("reads degraded when the provider itself fails (its 5xx), and recovers", asyn
   llm.state.status = 500;
   llm.state.errorJson = { error: { message: "upstream overloaded", type: "server_error" } };
   try {
+    const watched = firstDegraded();
     for (let i = 0; i < 3; i++) {
       const res = await extract({ type: "object" });
       expect([res.status, res.body.error.code]).toEqual([502, "tool_failed"]);
     }
-    const until = Date.now() + INTERVAL_MS * 6;
-    let seen = await providerComponent();
-    while (seen.state !== "degraded" && Date.now() < until) {
-      await new Promise((r) => setTimeout(r, 40));
-      seen = await providerComponent();
-    }
+    const seen = await watched;
     expect(seen.state).toBe("degraded");
     expect(seen.detail).toMatch(/provider failed calls of 1 account/);
   } finally {
@@ -99,8 +111,22 @@ it("reads degraded when the provider itself fails (its 5xx), and recovers", asyn
   }
   llm.state.reply = () => '{"a": "x"}';
   expect((await extract({ type: "object" })).status).toBe(200);
-  const until = Date.now() + INTERVAL_MS * 6;
+  const until = Date.now() + 15_000;
   while ((await providerComponent()).state !== "operational" && Date.now() < until)
     await new Promise((r) => setTimeout(r, 40));
   expect((await providerComponent()).state).toBe("operational");
 });
+
+it("reads degraded when the provider hangs: its calls end at the tool's deadline", async () => {
+  llm.state.delayMs = 5_000;
+  try {
+    const seen = firstDegraded();
+    for (let i = 0; i < 2; i++) {
+      const res = await extract({ type: "object" });
+      expect([res.status, res.body.error.code]).toEqual([504, "tool_timeout"]);
+    }
+    expect((await seen).state).toBe("degraded");
+  } finally {
+    llm.state.delayMs = 0;
+  }
+}, 30_000);
