@@ -38,8 +38,11 @@ export function checkBatch(body: unknown): BatchCheck {
   return {
     body: body.filter(
       (message) =>
+        // A notification only: a request that names this method (it has an id) is answered
+        // like any other request, -32601 (JSON-RPC answers every message with an id).
         !(
           isMessage(message) &&
+          message.id === undefined &&
           message.method === "notifications/cancelled" &&
           ownRequest((message.params as { requestId?: unknown } | undefined)?.requestId)
         ),

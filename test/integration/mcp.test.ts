@@ -547,6 +547,22 @@ describe("batches over MCP", () => {
     ]);
     expect(await balanceOf(gw.url, key)).toBe(99);
   });
+
+  it("answers a request that names the cancellation method (it has an id) like any unknown method: every id gets its response", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "starter");
+    const request = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "notifications/cancelled",
+      params: { requestId: 2 },
+    };
+    const answer = await batch(key, [request, hash(2, "a")]);
+    expect(answer.status).toBe(200);
+    const messages = answer.messages as { id: unknown; error?: { code: number } }[];
+    expect(messages.map((m) => m.id).sort()).toEqual([1, 2]);
+    expect(messages.find((m) => m.id === 1)?.error?.code).toBe(-32601);
+    expect(await balanceOf(gw.url, key)).toBe(99);
+  });
 });
 
 describe("aliases over MCP", () => {
