@@ -41,12 +41,8 @@ class PublishedPattern extends RegExp {
   }
 }
 
-// What may sit next to a joiner or under a variation selector: letters, marks, digits,
-// punctuation, symbols.
+// What may sit next to a joiner: letters, marks, digits, punctuation, symbols.
 const GRAPHIC = String.raw`\p{L}\p{M}\p{N}\p{P}\p{S}`;
-// Variation selectors pick a glyph for the character before them (U+FE0F: ❤️ in colour; the
-// Mongolian ones and the ideographic supplement likewise).
-const SELECTORS = String.raw`\u180B-\u180D\u180F\uFE00-\uFE0F\u{E0100}-\u{E01EF}`;
 // The zero width non-joiner and joiner, and the direction marks (LRM, RLM and the Arabic letter
 // mark): kept, as emoji sequences, Indic and Arabic-script names need them and they reorder nothing.
 const JOINERS = String.raw`\u200C\u200D`;
@@ -54,35 +50,58 @@ const MARKS = String.raw`\u061C\u200E\u200F`;
 /** Control, format, line and paragraph separators, private use, lone surrogates, default ignorables. */
 const invisible = (kept: string) =>
   new RegExp(
-    String.raw`(?![${kept}${SELECTORS}${JOINERS}${MARKS}])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cs}\p{Default_Ignorable_Code_Point}]`,
+    String.raw`(?![${kept}${JOINERS}${MARKS}])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cs}\p{Default_Ignorable_Code_Point}]`,
     "u",
   );
 const INVISIBLE = invisible("");
 const INVISIBLE_BUT_LINES = invisible(String.raw`\t\n`);
 // A joiner between two visible characters (the first may carry a variation selector: ❤️‍🔥).
 const LOOSE_JOINER = new RegExp(`(?<![${GRAPHIC}])[${JOINERS}]|[${JOINERS}](?![${GRAPHIC}])`, "u");
-// One variation selector, right after a visible character: a run of them can spell hidden bytes.
-const LOOSE_SELECTOR = new RegExp(`(?:(?<![${GRAPHIC}])|(?<=[${SELECTORS}]))[${SELECTORS}]`, "u");
 const DOUBLED_MARK = new RegExp(`[${MARKS}]{2}`, "u");
 // Something that shows: not white space, the blank braille pattern, nor a kept invisible character.
-const VISIBLE = new RegExp(`[^\\s\\u2800${JOINERS}${MARKS}${SELECTORS}]`, "u");
-// The one use of tag characters: a subdivision flag (🏴 + "gbsct" in tags + cancel tag = Scotland).
-const FLAG_TAGS = /(?<=\u{1F3F4})[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]{1,7}\u{E007F}/gu;
+const VISIBLE = new RegExp(`[^\\s\\u2800${JOINERS}${MARKS}]`, "u");
+
+const MONGOLIAN_LETTER = String.raw`(?=\p{L})\p{Script=Mongolian}`;
+// "gbsct" in tag characters, as a pattern: \u{e0067}\u{e0062}…
+const tagged = (ascii: string) =>
+  [...ascii].map((c) => `\\u{${(0xe0000 + c.codePointAt(0)!).toString(16)}}`).join("");
+/**
+ * The default-ignorable characters kept, each only where it means something, as the base
+ * character before it decides: anywhere else a selector is a free choice of 256 and carries a
+ * hidden byte ("Ignore prior instructions" under an ordinary title, one byte per letter).
+ * - U+FE0E/U+FE0F (text or emoji presentation) after an emoji that has the choice: ❤️, ☺️, and the
+ *   digits, # and * of a keycap (1️⃣, the U+20E3 after it is a visible mark).
+ * - U+FE00–FE0D and the ideographic variation selectors after an ideograph (a name's glyph, 葛󠄀).
+ * - The Mongolian free variation selectors after a Mongolian letter, and its vowel separator
+ *   (U+180E) between two Mongolian letters.
+ * - Tag characters in the only three flags Unicode recommends (England, Scotland, Wales): any
+ *   other tag run under 🏴 is seven hidden characters, not a flag anyone's system draws.
+ * One pass, looking at the text as it came: a selector after a kept selector or after a flag's
+ * cancel tag has no base of its own, so it stays and is refused.
+ */
+const MEANT = new RegExp(
+  [
+    `(?<=\\u{1F3F4})(?:${["gbeng", "gbsct", "gbwls"].map(tagged).join("|")})\\u{E007F}`,
+    String.raw`(?<=\p{Emoji})[\uFE0E\uFE0F]`,
+    String.raw`(?<=\p{Ideographic})[\uFE00-\uFE0D\u{E0100}-\u{E01EF}]`,
+    String.raw`(?<=${MONGOLIAN_LETTER})[\u180B-\u180D\u180F]`,
+    String.raw`(?<=${MONGOLIAN_LETTER})\u180E(?=${MONGOLIAN_LETTER})`,
+  ].join("|"),
+  "gu",
+);
 
 /**
  * Whether `text` holds invisible formatting a reader cannot see: a character of Unicode's Cc
  * (but tab and line feed when `lines`), Cf, Zl, Zp, Co or Cs categories or a default ignorable
  * code point (U+00AD, U+3164, U+FFA0, U+E0020…), or a text with no visible character at all. The
  * joiners and direction marks are kept where they mean something: a joiner between two visible
- * characters, one variation selector after one, no mark next to another; tag characters only as
- * a subdivision flag's.
+ * characters, no mark next to another; variation selectors and tag characters only as `MEANT` says.
  */
 function hasInvisibleFormatting(text: string, lines = false): boolean {
-  const rest = text.replace(FLAG_TAGS, "");
+  const rest = text.replace(MEANT, "");
   return (
     (lines ? INVISIBLE_BUT_LINES : INVISIBLE).test(rest) ||
     LOOSE_JOINER.test(rest) ||
-    LOOSE_SELECTOR.test(rest) ||
     DOUBLED_MARK.test(rest) ||
     !VISIBLE.test(rest)
   );
