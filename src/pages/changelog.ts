@@ -20,8 +20,10 @@ export interface Release {
 const HEADING = /^## (.+?)\s*$/;
 const DATED = /^(.*?)\s+[—–-]\s+(\d{4}-\d{2}-\d{2})$/;
 // A fenced code block's opening line (CommonMark: up to three spaces, then three or more backticks
-// or tildes): a "## …" line inside it is code, not a release.
-const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+// or tildes): a "## …" line inside it is code, not a release. A backtick fence's info string has
+// no backtick, so "```npm i toolgate``` now works." is inline code, not a fence that would swallow
+// every later release.
+const FENCE = /^ {0,3}(`{3,}(?=[^`]*$)|~{3,})/;
 
 export function parseChangelog(markdown: string): { intro: string; releases: Release[] } {
   const lines = markdown.split("\n");

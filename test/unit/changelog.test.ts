@@ -58,6 +58,14 @@ describe("parseChangelog", () => {
     expect(releases[0]!.markdown).toContain("## still code, the fence above was too short");
   });
 
+  it("reads a line that starts with inline triple-backtick code as text, not as a fence", () => {
+    const inline = parseChangelog(
+      "## 1.1 — 2026-12-02\n\n```npm i toolgate``` now works.\n\n## 1.0 — 2026-12-01\n\nFirst.\n",
+    ).releases;
+    expect(inline.map((r) => r.title)).toEqual(["1.1", "1.0"]);
+    expect(inline[1]!.markdown).toContain("First.");
+  });
+
   it("dates a release only with a real day: an impossible date leaves the heading undated", () => {
     expect(releases.map((r) => r.date)).toEqual([
       "2026-11-30",
