@@ -33,6 +33,16 @@ function withoutIdLabels(node: unknown): unknown {
   );
 }
 
+/** What .env must set for compose to start (the replicas' `${…:?…}`). */
+const REQUIRED_DOTENV = {
+  POSTGRES_PASSWORD: "postgres-password",
+  PUBLIC_BASE_URL: "https://toolgate.example.com",
+  ADMIN_API_KEY: "a".repeat(24),
+  SECRET_KEY: "s".repeat(32),
+  SMTP_URL: "smtp://mail.example.com:587",
+  MAIL_FROM: "Toolgate <no-reply@toolgate.example.com>",
+};
+
 describe("docker-compose.yml", () => {
   it("is valid by the Compose Specification schema", () => {
     const published = JSON.parse(
@@ -194,19 +204,12 @@ describe("the gateway replicas' environment, as compose expands it from .env", (
     ([, s]: [string, any]) => s.environment?.WORKERS_URL,
   ) as [string, any][];
   /** Only what the compose file requires (`${…:?…}`): every optional setting left out of .env. */
-  const requiredOnly = {
-    POSTGRES_PASSWORD: "postgres-password",
-    PUBLIC_BASE_URL: "https://toolgate.example.com",
-    ADMIN_API_KEY: "a".repeat(24),
-    SECRET_KEY: "s".repeat(32),
-    SMTP_URL: "smtp://mail.example.com:587",
-    MAIL_FROM: "Toolgate <no-reply@toolgate.example.com>",
-  };
+  const requiredOnly: Record<string, string> = REQUIRED_DOTENV;
 
   it("requires exactly the settings production cannot do without", () => {
     for (const [, gateway] of gateways)
       for (const name of Object.keys(requiredOnly)) {
-        const { [name]: _left, ...rest } = requiredOnly as Record<string, string>;
+        const { [name]: _left, ...rest } = requiredOnly;
         expect(() => containerEnv(gateway, rest), name).toThrow(/compose stops/);
       }
   });
@@ -276,16 +279,6 @@ function haproxyMs(value: string): number {
   const scale = { us: 0.001, ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
   return Number(amount) * scale[(unit ?? "ms") as keyof typeof scale];
 }
-
-/** What .env must set for compose to start (the replicas' `${…:?…}`). */
-const REQUIRED_DOTENV = {
-  POSTGRES_PASSWORD: "postgres-password",
-  PUBLIC_BASE_URL: "https://toolgate.example.com",
-  ADMIN_API_KEY: "a".repeat(24),
-  SECRET_KEY: "s".repeat(32),
-  SMTP_URL: "smtp://mail.example.com:587",
-  MAIL_FROM: "Toolgate <no-reply@toolgate.example.com>",
-};
 
 describe("the load balancer's timeouts against the gateway's", () => {
   const haproxy = readFileSync(new URL("deploy/haproxy.cfg", root), "utf8");
