@@ -11,7 +11,6 @@ function providerCheck() {
   const providerHealth = new ProviderHealth();
   const services = {
     metrics: { statusProbeToken: "probe" },
-    readiness: { draining: false },
     books: null,
     payments: null,
     store: { ping: async () => {} },
