@@ -513,6 +513,13 @@ export { ConfigError };
  */
 const EMPTY_IS_A_VALUE = new Set(["REDIS_KEY_PREFIX"]);
 
+/** Each worker pool's URL: its own setting, else WORKERS_URL; unset, the bundled workers serve it. */
+const poolUrls = (e: z.infer<typeof envSchema>) => ({
+  general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL,
+  provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL,
+  heavy: e.WORKER_POOL_HEAVY_URL ?? e.WORKERS_URL,
+});
+
 export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {
   const env = withoutBlankValues(given, EMPTY_IS_A_VALUE);
   const parsed = envSchema.safeParse(env);
@@ -534,14 +541,7 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {
     // The bundled workers this gateway starts inherit its environment, and read this setting: it
     // is refused here, at once, as they refuse it themselves (workers/config.ts), rather than in
     // their failed start. Workers of their own (a URL for every pool) read their own environment.
-    if (
-      env.WEB_ALLOW_PRIVATE_TARGETS === "1" &&
-      needsBundledWorkers({
-        general: parsed.data.WORKER_POOL_GENERAL_URL ?? parsed.data.WORKERS_URL,
-        provider: parsed.data.WORKER_POOL_PROVIDER_URL ?? parsed.data.WORKERS_URL,
-        heavy: parsed.data.WORKER_POOL_HEAVY_URL ?? parsed.data.WORKERS_URL,
-      })
-    )
+    if (env.WEB_ALLOW_PRIVATE_TARGETS === "1" && needsBundledWorkers(poolUrls(parsed.data)))
       problems.push(
         "WEB_ALLOW_PRIVATE_TARGETS=1 is refused when NODE_ENV=production (the bundled tool workers read it)",
       );
@@ -633,11 +633,7 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {
     devChain: e.NODE_ENV === "development" && !e.X402_NETWORKS && e.DEV_CHAIN !== "0",
     webConcurrency: e.WEB_CONCURRENCY,
     trustProxy,
-    workers: {
-      general: e.WORKER_POOL_GENERAL_URL ?? e.WORKERS_URL,
-      provider: e.WORKER_POOL_PROVIDER_URL ?? e.WORKERS_URL,
-      heavy: e.WORKER_POOL_HEAVY_URL ?? e.WORKERS_URL,
-    },
+    workers: poolUrls(e),
     poolConcurrency: e.POOL_CONCURRENCY,
     heavyPoolConcurrency: e.HEAVY_POOL_CONCURRENCY,
     workerMaxResponseBytes: e.WORKER_MAX_RESPONSE_BYTES,
