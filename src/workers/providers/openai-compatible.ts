@@ -1,6 +1,6 @@
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
-import { providerRefusal } from "./provider-refusal.js";
+import { providerRefusal, providerUnreachable } from "./provider-refusal.js";
 
 /** Calls to any OpenAI-compatible endpoint: chat completions (text and vision), embeddings, images. */
 export type ContentPart =
@@ -54,22 +54,7 @@ async function post<T>(
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
-    const unhealthy = { providerUnhealthy: true };
-    if ((err as Error).name === "TimeoutError")
-      throw new WorkerError(
-        504,
-        "provider_timeout",
-        "The AI provider did not answer in time.",
-        undefined,
-        unhealthy,
-      );
-    throw new WorkerError(
-      502,
-      "provider_error",
-      "The AI provider could not be reached.",
-      undefined,
-      unhealthy,
-    );
+    throw providerUnreachable("The AI provider", err);
   }
   if (!res.ok) throw await providerRefusal("The AI provider", res);
   return (await res.json().catch(() => ({}))) as T;

@@ -36,6 +36,29 @@ export async function providerRefusal(provider: string, res: Response): Promise<
 }
 
 /**
+ * The error for a provider that gave no answer at all (`err`, what fetch threw): it timed out or
+ * could not be reached. Either says the provider is failing whoever calls (`providerUnhealthy`).
+ */
+export function providerUnreachable(provider: string, err: unknown): WorkerError {
+  const more = { providerUnhealthy: true };
+  if ((err as Error).name === "TimeoutError")
+    return new WorkerError(
+      504,
+      "provider_timeout",
+      `${provider} did not answer in time.`,
+      undefined,
+      more,
+    );
+  return new WorkerError(
+    502,
+    "provider_error",
+    `${provider} could not be reached.`,
+    undefined,
+    more,
+  );
+}
+
+/**
  * Whether a refusal says the provider is failing whoever calls (its own failure or timeout, the
  * gateway's credentials or quota refused), not that it refused this request (too large, invalid:
  * what the caller sent). A quota's 429 reaches here; a throttling 429 does not.

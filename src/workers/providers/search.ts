@@ -1,6 +1,6 @@
 import type { WorkerConfig } from "../config.js";
 import { WorkerError } from "../errors.js";
-import { providerRefusal } from "./provider-refusal.js";
+import { providerRefusal, providerUnreachable } from "./provider-refusal.js";
 
 export interface SearchResult {
   title: string;
@@ -30,22 +30,7 @@ async function getJson(
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
-    const unhealthy = { providerUnhealthy: true };
-    if ((err as Error).name === "TimeoutError")
-      throw new WorkerError(
-        504,
-        "provider_timeout",
-        `The search provider (${provider}) did not answer in time.`,
-        undefined,
-        unhealthy,
-      );
-    throw new WorkerError(
-      502,
-      "provider_error",
-      `The search provider (${provider}) could not be reached.`,
-      undefined,
-      unhealthy,
-    );
+    throw providerUnreachable(`The search provider (${provider})`, err);
   }
   if (!res.ok) throw await providerRefusal(`The search provider (${provider})`, res);
   return res.json();
