@@ -110,7 +110,10 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   // The tool door mounts the call too (for 405s on /v1/tools/{name}); the route above answers it first.
   for (const door of DOORS.filter((d) => !d.beforeBody)) mount(door);
 
-  app.use(methodNotAllowed(services.redactSecrets), routeNotFound(services.redactSecrets));
+  app.use(
+    methodNotAllowed(services.redactSecrets),
+    routeNotFound(services.redactSecrets, services.config.basePath),
+  );
   app.use(errorHandler(answerError));
 
   const lane = keyedLane(services, { json: parseJson, answerError });

@@ -403,6 +403,12 @@ export interface Config {
   host: string;
   port: number;
   publicBaseUrl: string;
+  /**
+   * PUBLIC_BASE_URL's path ("" at the root, else like "/toolgate", no trailing slash). A reverse
+   * proxy that serves the gateway there strips it, so routes stay mounted at /; but the browser
+   * sees it, so every address a page, a script or a redirect hands the browser starts with it.
+   */
+  basePath: string;
   logLevel: string;
   redisUrl: string | undefined;
   redisKeyPrefix: string;
@@ -614,6 +620,7 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {
     host: e.HOST,
     port: e.PORT,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
+    basePath: new URL(e.PUBLIC_BASE_URL ?? "http://localhost").pathname.replace(/\/$/, ""),
     logLevel: e.LOG_LEVEL,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,

@@ -63,6 +63,7 @@ export async function renderAnalyticsPage(
   const { account } = current;
   const page = (body: string) =>
     dashboardPage(current, {
+      basePath: services.config.basePath,
       title: "Analytics",
       path: "/dashboard/analytics",
       body,
@@ -125,7 +126,7 @@ export async function renderAnalyticsPage(
           `<option value="${value}"${value === chosen ? " selected" : ""}>${esc(label)}</option>`,
       )
       .join("");
-  const form = `<form method="get" action="/dashboard/analytics" class="actions" aria-label="Analytics range">
+  const form = `<form method="get" action="${services.config.basePath}/dashboard/analytics" class="actions" aria-label="Analytics range">
 <div><label for="range">Range</label><select id="range" name="range">${options(
     Object.entries(RANGES).map(([name, r]) => [name, r.label]),
     query.range,
@@ -163,7 +164,7 @@ export async function renderAnalyticsPage(
 <div class="card"><dt>Errors</dt><dd data-total="errors">${answer.totals.errors}</dd></div>
 <div class="card"><dt>Latency p50 / p95</dt><dd data-total="latency">${ms(answer.totals.latencyP50Ms)} / ${ms(answer.totals.latencyP95Ms)}</dd></div>
 </dl>
-<p><a class="button" id="analytics-csv-link" data-testid="analytics-csv" href="/dashboard/api/v1/analytics?${esc(`${apiQuery}&format=csv`)}" download="analytics.csv">Download CSV</a>
+<p><a class="button" id="analytics-csv-link" data-testid="analytics-csv" href="${services.config.basePath}/dashboard/api/v1/analytics?${esc(`${apiQuery}&format=csv`)}" download="analytics.csv">Download CSV</a>
 <span class="muted">Times are UTC; calls appear here within a few seconds of being made (once the books have them).</span></p>
 <div id="analytics-charts" data-analytics="${esc(JSON.stringify(chartData))}"></div>
 <h2 id="table-heading">Per ${range.granularity}${groupBy ? ` and ${GROUP_LABELS[groupBy].toLowerCase()}` : ""}</h2>

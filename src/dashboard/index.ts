@@ -92,15 +92,16 @@ function signedInPage(
 ) {
   return async (req: Request, res: Response) => {
     const current = await currentSession(services, req, res);
-    if (!current) return res.redirect(303, "/dashboard/sign-in");
+    if (!current) return res.redirect(303, `${services.config.basePath}/dashboard/sign-in`);
     const html = await render(current, req);
     if (html !== null) return sendDashboardPage(res, html);
     const back = notFound?.back ?? { href: "/dashboard", label: "Overview" };
     const page = dashboardPage(current, {
+      basePath: services.config.basePath,
       title: "Not found",
       path: back.href,
       body: `<p class="notice error" role="alert">${esc(notFound?.message ?? "This account has no such page.")}</p>
-<p><a href="${back.href}">${esc(back.label)}</a></p>`,
+<p><a href="${services.config.basePath}${back.href}">${esc(back.label)}</a></p>`,
     });
     sendDashboardPage(res, page, 404);
   };
@@ -185,13 +186,15 @@ export function dashboardRouter(services: Services, accountRoutes: AnyRoute[]): 
     const message = '<p class="notice error" role="alert">The dashboard has no such page.</p>';
     const page = current
       ? dashboardPage(current, {
+          basePath: services.config.basePath,
           title: "Not found",
           path: "",
-          body: `${message}<p><a href="/dashboard">Overview</a></p>`,
+          body: `${message}<p><a href="${services.config.basePath}/dashboard">Overview</a></p>`,
         })
       : publicDashboardPage({
+          basePath: services.config.basePath,
           title: "Not found",
-          body: `${message}<p><a href="/dashboard/sign-in">Sign in</a></p>`,
+          body: `${message}<p><a href="${services.config.basePath}/dashboard/sign-in">Sign in</a></p>`,
         });
     sendDashboardPage(res, page, 404);
   });

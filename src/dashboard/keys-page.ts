@@ -84,5 +84,10 @@ export async function renderKeysPage(
 <p class="warning session-key-warning" hidden>You signed in with this key: revoking it signs you out here too.</p>
 <p class="warning" id="last-key-warning" hidden>This is your last key without limits, the only one that can manage keys through the API. Without it, no program can create, change or revoke keys (nor, if it is your only key, call the API) until you create another key here (you can still sign in to the dashboard with a link e-mailed to your account's address).</p>
 <p class="actions"><button value="confirm" class="danger">Revoke</button><button value="cancel" class="secondary" autofocus>Cancel</button></p></form></dialog>`;
-  return dashboardPage(current, { title: "API keys", path: "/dashboard/keys", body });
+  return dashboardPage(current, {
+    basePath: services.config.basePath,
+    title: "API keys",
+    path: "/dashboard/keys",
+    body,
+  });
 }

@@ -40,12 +40,16 @@ const NAV_ITEMS = [
   { href: "/dashboard/plan", label: "Plan and credits" },
 ];
 
-/** A signed-in page: navigation, sign-out forms (with the CSRF token), the page body and the script. */
+/**
+ * A signed-in page: navigation, sign-out forms (with the CSRF token), the page body and the script.
+ * `path` and `scripts` are routes (as mounted); `basePath` (config.basePath) is put before them.
+ */
 export function dashboardPage(
   current: DashboardSession,
   options: {
     title: string;
     path: string;
+    basePath: string;
     body: string;
     /** More for the page's head (its own styles). */
     head?: string;
@@ -54,19 +58,21 @@ export function dashboardPage(
   },
 ): string {
   const csrf = esc(current.session.csrfToken);
+  const base = options.basePath;
   const links = NAV_ITEMS.map(
     (item) =>
-      `<a href="${item.href}"${item.href === options.path ? ' aria-current="page"' : ""}>${item.label}</a>`,
+      `<a href="${base}${item.href}"${item.href === options.path ? ' aria-current="page"' : ""}>${item.label}</a>`,
   ).join("");
   const nav = `<nav class="dash-nav" aria-label="Dashboard">${links}
-<form method="post" action="/dashboard/sign-out"><input type="hidden" name="_csrf" value="${csrf}"><span class="muted">${esc(current.account.email ?? current.account.id)}</span><button type="submit" class="secondary">Sign out</button></form></nav>`;
+<form method="post" action="${base}/dashboard/sign-out"><input type="hidden" name="_csrf" value="${csrf}"><span class="muted">${esc(current.account.email ?? current.account.id)}</span><button type="submit" class="secondary">Sign out</button></form></nav>`;
   return layout({
     title: `${options.title} — Toolgate dashboard`,
+    basePath: base,
     head: `<meta name="csrf-token" content="${csrf}">${DASHBOARD_STYLE}${options.head ?? ""}${[
       ...(options.scripts ?? []),
       DASHBOARD_SCRIPT_PATH,
     ]
-      .map((src) => `<script src="${src}" defer></script>`)
+      .map((src) => `<script src="${base}${src}" defer></script>`)
       .join("")}`,
     nav,
     // Without the script a button does nothing and a form reloads the page with its fields in
@@ -75,16 +81,21 @@ export function dashboardPage(
   });
 }
 
-/** A page for someone not signed in (sign-in, the e-mailed link's landing page); `head` adds to its head. */
+/**
+ * A page for someone not signed in (sign-in, the e-mailed link's landing page); `head` adds to its
+ * head; `basePath`: config.basePath.
+ */
 export function publicDashboardPage(options: {
   title: string;
   body: string;
+  basePath: string;
   head?: string;
 }): string {
   return layout({
     title: `${options.title} — Toolgate dashboard`,
+    basePath: options.basePath,
     head: `${options.head ?? ""}${DASHBOARD_STYLE}`,
-    nav: `<nav aria-label="Site"><a href="/docs">API reference</a><a href="/status">Status</a></nav>`,
+    nav: `<nav aria-label="Site"><a href="${options.basePath}/docs">API reference</a><a href="${options.basePath}/status">Status</a></nav>`,
     body: `<h1>${esc(options.title)}</h1>${options.body}`,
   });
 }

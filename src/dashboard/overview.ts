@@ -167,7 +167,12 @@ ${account.email && !account.emailVerified ? `<p class="notice">Your e-mail addre
 </section>
 ${spendAlertSection(account)}
 <section aria-labelledby="sessions-heading"><h2 id="sessions-heading">Sessions</h2>
-<form method="post" action="/dashboard/sign-out-everywhere"><input type="hidden" name="_csrf" value="${esc(current.session.csrfToken)}"><p>Signed in on another device you no longer use? End every dashboard session of this account.</p><button type="submit" class="secondary">Sign out everywhere</button></form>
+<form method="post" action="${services.config.basePath}/dashboard/sign-out-everywhere"><input type="hidden" name="_csrf" value="${esc(current.session.csrfToken)}"><p>Signed in on another device you no longer use? End every dashboard session of this account.</p><button type="submit" class="secondary">Sign out everywhere</button></form>
 </section>`;
-  return dashboardPage(current, { title: "Overview", path: "/dashboard", body });
+  return dashboardPage(current, {
+    basePath: services.config.basePath,
+    title: "Overview",
+    path: "/dashboard",
+    body,
+  });
 }

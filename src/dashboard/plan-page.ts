@@ -120,7 +120,7 @@ ${notOffered.length > 0 ? `<ul id="plans-not-offered">${notOffered.join("")}</ul
 <div id="purchase-status" class="muted" role="status" aria-live="polite"></div>
 <section id="receipt" data-testid="purchase-receipt" aria-labelledby="receipt-heading" data-networks="${esc(JSON.stringify(networkLabels(services)))}" hidden><h2 id="receipt-heading">Receipt</h2>
 <dl><dt>Bought</dt><dd data-field="what"></dd><dt>Paid</dt><dd data-field="paid"></dd><dt>Credits added</dt><dd data-field="credits"></dd><dt>Network</dt><dd data-field="network"></dd><dt>Transaction</dt><dd><code class="secret" data-field="transaction"></code></dd></dl></section>
-<script src="${WALLET_SCRIPT_PATH}" defer></script>`;
+<script src="${services.config.basePath}${WALLET_SCRIPT_PATH}" defer></script>`;
 }
 
 export async function renderPlanPage(
@@ -144,5 +144,10 @@ ${planEnds}
 </dl>
 ${buying}
 <section aria-labelledby="tiers-heading"><h2 id="tiers-heading">Tiers</h2>${tiersTable(current)}</section>`;
-  return dashboardPage(current, { title: "Plan and credits", path: "/dashboard/plan", body });
+  return dashboardPage(current, {
+    basePath: services.config.basePath,
+    title: "Plan and credits",
+    path: "/dashboard/plan",
+    body,
+  });
 }

@@ -82,13 +82,14 @@ export function reclaimRoutes(services: Services): Router {
     sendDashboardPage(
       res,
       publicDashboardPage({
+        basePath: services.config.basePath,
         title: "Take back your account",
         body: `<p>If you did not sign up for Toolgate, someone else gave your e-mail address. Taking the account back:</p>
 <ul><li>stops every API key of the account at once, and ends every dashboard session;</li>
 <li>removes its webhooks, custom tools and single sign-on;</li>
 <li>marks your address verified, and signs you in to the dashboard, where you can make a key of your own.</li></ul>
 <p>Its credits and usage stay with the account. The link works once.</p>
-<form method="post" action="${RECLAIM_PATH}"><input type="hidden" name="token" value="${esc(token)}"><button type="submit">Take back the account</button></form>`,
+<form method="post" action="${services.config.basePath}${RECLAIM_PATH}"><input type="hidden" name="token" value="${esc(token)}"><button type="submit">Take back the account</button></form>`,
       }),
     );
   });
@@ -108,7 +109,7 @@ export function reclaimRoutes(services: Services): Router {
         );
       await reclaimAccount(services, token.accountId);
       await openSession(services, res, token.accountId, "email_link");
-      res.redirect(303, "/dashboard/keys");
+      res.redirect(303, `${services.config.basePath}/dashboard/keys`);
     }),
   );
 

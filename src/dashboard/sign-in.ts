@@ -72,21 +72,22 @@ function signInPage(
       ? `<p class="notice" role="status">${esc(options.notice)}</p>`
       : "";
   return publicDashboardPage({
+    basePath: services.config.basePath,
     title: "Sign in to the dashboard",
     body: `${message}
 <section aria-labelledby="with-key"><h2 id="with-key">With an API key</h2>
-<form method="post" action="/dashboard/sign-in">
+<form method="post" action="${services.config.basePath}/dashboard/sign-in">
 <label for="api-key">API key</label><input id="api-key" name="api_key" type="password" autocomplete="off" required spellcheck="false">
 <p><button type="submit">Sign in</button></p></form></section>
 <section aria-labelledby="with-email"><h2 id="with-email">With a link by e-mail</h2>
 <p>We send a sign-in link to your account's e-mail address. Use it too if every key of the account is revoked or lost.</p>
-<form method="post" action="/dashboard/sign-in/email">
+<form method="post" action="${services.config.basePath}/dashboard/sign-in/email">
 <label for="email">E-mail address</label><input id="email" name="email" type="email" autocomplete="email" required value="${esc(options.email ?? "")}">
 <p><button type="submit">E-mail me a sign-in link</button></p></form></section>
 ${walletSignInSection(services)}
 <section aria-labelledby="with-sso"><h2 id="with-sso">With single sign-on</h2>
 <p>Business accounts that use their organisation's identity provider (OpenID Connect).</p>
-<form method="post" action="/dashboard/sign-in/sso">
+<form method="post" action="${services.config.basePath}/dashboard/sign-in/sso">
 <label for="sso">Work e-mail, its domain, or account ID</label><input id="sso" name="sso" type="text" autocomplete="email" required spellcheck="false">
 <p><button type="submit">Sign in with SSO</button></p></form></section>`,
   });
@@ -175,7 +176,10 @@ export function formRoute(
  * session that has since ended (signed out and in again in another tab), a body that cannot be
  * read — is shown on a page with its status and the way back, not as the API's JSON.
  */
-function signOutRoute(handler: (req: Request, res: Response) => Promise<unknown>) {
+function signOutRoute(
+  services: Services,
+  handler: (req: Request, res: Response) => Promise<unknown>,
+) {
   return async (req: Request, res: Response) => {
     try {
       await readForm(req, res);
@@ -185,9 +189,10 @@ function signOutRoute(handler: (req: Request, res: Response) => Promise<unknown>
       sendDashboardPage(
         res,
         publicDashboardPage({
+          basePath: services.config.basePath,
           title: "Not signed out",
           body: `<p class="notice error" role="alert">${esc(err.message)}</p>
-<p><a href="/dashboard">Back to the dashboard</a></p>`,
+<p><a href="${services.config.basePath}/dashboard">Back to the dashboard</a></p>`,
         }),
         err.status,
       );
@@ -211,7 +216,8 @@ export function signInRoutes(services: Services): Router {
   const router = caseSensitiveRouter();
 
   router.get("/dashboard/sign-in", async (req, res) => {
-    if (await currentSession(services, req, res)) return res.redirect(303, "/dashboard");
+    if (await currentSession(services, req, res))
+      return res.redirect(303, `${services.config.basePath}/dashboard`);
     const notice =
       typeof req.query.notice === "string" && Object.hasOwn(NOTICES, req.query.notice)
         ? NOTICES[req.query.notice]
@@ -236,7 +242,7 @@ export function signInRoutes(services: Services): Router {
       await openSession(services, res, caller.account.id, "api_key", {
         ...(caller.keyId ? { keyId: caller.keyId } : {}),
       });
-      res.redirect(303, "/dashboard");
+      res.redirect(303, `${services.config.basePath}/dashboard`);
     }),
   );
 
@@ -276,9 +282,10 @@ export function signInRoutes(services: Services): Router {
     sendDashboardPage(
       res,
       publicDashboardPage({
+        basePath: services.config.basePath,
         title: "Sign in to the dashboard",
         body: `<p>Continue to sign in with the link from your e-mail. It works once.</p>
-<form method="post" action="/dashboard/sign-in/link"><input type="hidden" name="token" value="${esc(token)}"><button type="submit">Sign in</button></form>`,
+<form method="post" action="${services.config.basePath}/dashboard/sign-in/link"><input type="hidden" name="token" value="${esc(token)}"><button type="submit">Sign in</button></form>`,
       }),
     );
   });
@@ -298,32 +305,36 @@ export function signInRoutes(services: Services): Router {
         );
       }
       await openSession(services, res, token.accountId, "email_link");
-      res.redirect(303, "/dashboard");
+      res.redirect(303, `${services.config.basePath}/dashboard`);
     }),
   );
 
   router.post(
     "/dashboard/sign-out",
-    signOutRoute(async (req, res) => {
+    signOutRoute(services, async (req, res) => {
       // Without a session cookie there is no CSRF token to check, and a cross-site form arrives
       // without one (SameSite=Lax): its answer's cleared cookie still signed the browser out.
       requireSameOrigin(req, "Sign-out forms");
       const current = await currentSession(services, req, res);
       if (current) requireCsrf(req, current.session);
       await endSession(services, req, res);
-      res.redirect(303, "/dashboard/sign-in?notice=signed_out");
+      res.redirect(303, `${services.config.basePath}/dashboard/sign-in?notice=signed_out`);
     }),
   );
 
   router.post(
     "/dashboard/sign-out-everywhere",
-    signOutRoute(async (req, res) => {
+    signOutRoute(services, async (req, res) => {
       const current = await currentSession(services, req, res);
-      if (!current) return res.redirect(303, "/dashboard/sign-in?notice=expired");
+      if (!current)
+        return res.redirect(303, `${services.config.basePath}/dashboard/sign-in?notice=expired`);
       requireCsrf(req, current.session);
       await services.store.endAccountSessions(current.account.id);
       await endSession(services, req, res);
-      res.redirect(303, "/dashboard/sign-in?notice=signed_out_everywhere");
+      res.redirect(
+        303,
+        `${services.config.basePath}/dashboard/sign-in?notice=signed_out_everywhere`,
+      );
     }),
   );
 

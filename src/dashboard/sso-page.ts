@@ -21,7 +21,7 @@ export async function renderSsoPage(
   const title = "Single sign-on";
   if (!TIERS[account.tier].features.includes("sso")) {
     const body = `<p>Single sign-on lets your team sign in to this dashboard through your organisation's identity provider (OpenID Connect). It is part of the Business tier; this account is on the ${esc(TIERS[account.tier].label)} tier.</p>`;
-    return dashboardPage(current, { title, path: PATH, body });
+    return dashboardPage(current, { basePath: services.config.basePath, title, path: PATH, body });
   }
   const record = await services.store.getSsoConnection(account.id);
   const view = record ? ssoConnectionView(services, record) : null;
@@ -49,5 +49,5 @@ export async function renderSsoPage(
 <p><button type="submit">Save</button></p></form></section>
 <dialog id="delete-sso-dialog" aria-labelledby="delete-sso-title"><form method="dialog"><h2 id="delete-sso-title">Turn single sign-on off?</h2><p>Nobody can sign in through your identity provider any more, and the sessions opened through it end now.</p>${current.session.via === "sso" ? '\n<p class="warning">You signed in through it: this session ends too.</p>' : ""}
 <p class="actions"><button value="confirm" class="danger">Turn off</button><button value="cancel" class="secondary" autofocus>Cancel</button></p></form></dialog>`;
-  return dashboardPage(current, { title, path: PATH, body });
+  return dashboardPage(current, { basePath: services.config.basePath, title, path: PATH, body });
 }

@@ -144,8 +144,9 @@ async function withProvider<T>(
 }
 
 /** The hand-over to the provider: on at once, or by the link. */
-function continuePage(target: URL): string {
+function continuePage(services: Services, target: URL): string {
   return publicDashboardPage({
+    basePath: services.config.basePath,
     title: "Continue to your identity provider",
     head: `<meta http-equiv="refresh" content="0;url=${esc(target.href)}">`,
     body: `<p>Signing in with your organisation's identity provider (${esc(target.host)}).</p>
@@ -183,7 +184,7 @@ export function ssoSignInRoutes(services: Services): Router {
       };
       await services.store.saveOnce(attemptName(checks.state), JSON.stringify(attempt), ATTEMPT_MS);
       res.append("Set-Cookie", attemptCookie(services, checks.state, ATTEMPT_MS / 1000));
-      sendDashboardPage(res, continuePage(target));
+      sendDashboardPage(res, continuePage(services, target));
     }),
   );
 
@@ -249,7 +250,7 @@ export function ssoSignInRoutes(services: Services): Router {
         ssoConnectionAt: connection.createdAt,
         confirm: stillSetUp,
       });
-      res.redirect(303, "/dashboard");
+      res.redirect(303, `${services.config.basePath}/dashboard`);
     } catch (err) {
       sendSignInRefusal(services, res, err);
     }

@@ -89,7 +89,9 @@ const signIn = defineRoute({
     );
     const account = await ensureWalletAccount(services, address);
     await openSession(services, res, account.id, "wallet");
-    return { body: { account_id: account.id, address, redirect: "/dashboard" } };
+    return {
+      body: { account_id: account.id, address, redirect: `${services.config.basePath}/dashboard` },
+    };
   },
 });
 
@@ -119,5 +121,5 @@ export function walletSignInSection(services: Services): string {
 <p>Sign a message with your browser wallet (Sign-In with Ethereum) to open the account your wallet's x402 payments go to. Nothing is paid and no transaction is sent.</p>
 <p><button type="button" data-action="wallet-sign-in">Sign in with a wallet</button></p>
 <p class="muted" id="wallet-status" role="status" aria-live="polite"></p>
-<script src="${WALLET_SCRIPT_PATH}" defer></script></section>`;
+<script src="${services.config.basePath}${WALLET_SCRIPT_PATH}" defer></script></section>`;
 }

@@ -21,14 +21,19 @@ export async function renderWebhooksPage(
   const { account } = current;
   if (!TIERS[account.tier].features.includes("webhooks")) {
     const body = `<p>Webhooks push your account's events (payments, credit alerts, tool errors) to your HTTPS endpoint. They are part of the Pro tier; this account is on the ${esc(TIERS[account.tier].label)} tier.</p>`;
-    return dashboardPage(current, { title: "Webhooks", path: "/dashboard/webhooks", body });
+    return dashboardPage(current, {
+      basePath: services.config.basePath,
+      title: "Webhooks",
+      path: "/dashboard/webhooks",
+      body,
+    });
   }
   const hooks = await services.store.listWebhooks(account.id);
   const rows = hooks
     .map(
       (w) =>
         `<tr data-webhook-id="${esc(w.id)}"><td><code>${esc(w.url)}</code></td><td>${w.events.map(esc).join(", ")}</td><td>${time(w.createdAt)}</td><td><div class="actions">` +
-        `<a href="/dashboard/webhooks/${encodeURIComponent(w.id)}">Delivery log</a>` +
+        `<a href="${services.config.basePath}/dashboard/webhooks/${encodeURIComponent(w.id)}">Delivery log</a>` +
         `<button type="button" class="secondary" data-action="test-webhook" data-webhook-id="${esc(w.id)}">Send test</button>` +
         `<button type="button" class="danger" data-action="delete-webhook" data-webhook-id="${esc(w.id)}" data-webhook-url="${esc(w.url)}">Delete</button></div></td></tr>`,
     )
@@ -50,7 +55,12 @@ export async function renderWebhooksPage(
 <tbody>${rows}</tbody></table></div></section>
 <dialog id="delete-dialog" aria-labelledby="delete-title"><form method="dialog"><h2 id="delete-title">Delete this webhook?</h2><p class="target"></p><p>Nothing more is delivered to it.</p>
 <p class="actions"><button value="confirm" class="danger">Delete</button><button value="cancel" class="secondary" autofocus>Cancel</button></p></form></dialog>`;
-  return dashboardPage(current, { title: "Webhooks", path: "/dashboard/webhooks", body });
+  return dashboardPage(current, {
+    basePath: services.config.basePath,
+    title: "Webhooks",
+    path: "/dashboard/webhooks",
+    body,
+  });
 }
 
 /** One webhook's delivery log: each attempt's status, timing and outcome (null when not the account's). */
@@ -69,9 +79,14 @@ export async function renderDeliveriesPage(
         `<tr><td>${time(a.at)}</td><td>${esc(a.event)}</td><td><code>${esc(a.eventId)}</code></td><td>${a.attempt}</td><td>${a.status ?? "no answer"}</td><td>${a.durationMs} ms</td><td>${a.outcome}${a.error ? ` <span class="muted">(${esc(a.error)})</span>` : ""}</td></tr>`,
     )
     .join("");
-  const body = `<p><code>${esc(webhook.url)}</code> · <a href="/dashboard/webhooks">All webhooks</a></p>
+  const body = `<p><code>${esc(webhook.url)}</code> · <a href="${services.config.basePath}/dashboard/webhooks">All webhooks</a></p>
 <div class="table-wrap" tabindex="0" role="region" aria-label="Delivery attempts, scrollable"><table id="deliveries-table"><caption class="muted">The latest ${attempts.length} attempts, newest first</caption>
 <thead><tr><th scope="col">At</th><th scope="col">Event</th><th scope="col">Event id</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Time</th><th scope="col">Outcome</th></tr></thead>
 <tbody>${rows || `<tr><td colspan="7">Nothing delivered yet: send a test from the webhooks list.</td></tr>`}</tbody></table></div>`;
-  return dashboardPage(current, { title: "Delivery log", path: "/dashboard/webhooks", body });
+  return dashboardPage(current, {
+    basePath: services.config.basePath,
+    title: "Delivery log",
+    path: "/dashboard/webhooks",
+    body,
+  });
 }

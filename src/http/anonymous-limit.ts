@@ -100,6 +100,7 @@ function answerBrowser(services: Services, req: Request, res: Response, err: unk
     res,
     renderNotice({
       ok: false,
+      basePath: services.config.basePath,
       title: "Too many requests",
       message: `${err.message}${wait ? ` Try again in ${wait} s.` : ""}`,
     }),

@@ -276,8 +276,11 @@ export function errorHandler(answer: ErrorAnswer): ErrorRequestHandler {
   return (err, req, res, _next) => answer(err, req, res);
 }
 
-/** The 404 of every path no route serves; the path it repeats is bounded and redacted (`shownPath`). */
-export function routeNotFound(redactSecrets: Redactor): RequestHandler {
+/**
+ * The 404 of every path no route serves; the path it repeats is bounded and redacted (`shownPath`).
+ * `basePath`: config.basePath, for the page's links.
+ */
+export function routeNotFound(redactSecrets: Redactor, basePath: string): RequestHandler {
   return (req, res, next) => {
     const path = shownPath(req.originalUrl, redactSecrets);
     // A person who followed a broken link or mistyped an address (/docs/nope) is shown a page; an
@@ -288,6 +291,7 @@ export function routeNotFound(redactSecrets: Redactor): RequestHandler {
         res,
         renderNotice({
           ok: false,
+          basePath,
           title: "No such page",
           message: `There is nothing at ${path}.`,
           next: { href: "/docs", label: "Read the API reference" },

@@ -118,8 +118,9 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
   /**
    * A route a person opens from an e-mailed link: when their browser asks for HTML, any error the
    * route answers (its query's and its limit's included) is this page instead of the JSON shape.
+   * `basePath`: config.basePath, for the page's links.
    */
-  errorPage?: (err: ApiError) => string;
+  errorPage?: (err: ApiError, basePath: string) => string;
   handler(ctx: RouteContext<B, Q, A>): Promise<Reply>;
 }
 
@@ -217,7 +218,7 @@ export function routeHandler(
       sendReply(res, {
         status: err.status,
         headers: err.options.headers,
-        html: errorPage(err),
+        html: errorPage(err, services.config.basePath),
       });
     }
   };

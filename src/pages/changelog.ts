@@ -90,7 +90,8 @@ export function readChangelog(path = new URL("../../CHANGELOG.md", import.meta.u
 const marked = new Marked({ gfm: true, renderer: { html: ({ text }) => esc(text) } });
 const toHtml = (md: string) => marked.parse(md, { async: false }) as string;
 
-export function renderChangelogPage(markdown: string): string {
+/** `basePath`: config.basePath, before the page's own addresses. */
+export function renderChangelogPage(markdown: string, basePath: string): string {
   const { intro, releases } = parseChangelog(markdown);
   const body = releases
     .map(
@@ -102,8 +103,9 @@ ${toHtml(r.markdown)}</section>`,
     .join("\n");
   return layout({
     title: "Toolgate changelog",
-    head: '<link rel="alternate" type="application/rss+xml" title="Toolgate changelog" href="/changelog.rss">',
-    body: `<h1>Changelog</h1>${toHtml(intro)}<p>Follow it in a feed reader: <a href="/changelog.rss">/changelog.rss</a> (RSS 2.0).</p>${body}`,
+    basePath,
+    head: `<link rel="alternate" type="application/rss+xml" title="Toolgate changelog" href="${basePath}/changelog.rss">`,
+    body: `<h1>Changelog</h1>${toHtml(intro)}<p>Follow it in a feed reader: <a href="${basePath}/changelog.rss">${basePath}/changelog.rss</a> (RSS 2.0).</p>${body}`,
   });
 }
 

@@ -207,6 +207,7 @@ function toolSection(
   tool: ToolDefinition,
   creditPriceAtomic: bigint,
   answers: Map<string, unknown>,
+  basePath: string,
 ): string {
   const op = doc.paths[`/v1/tools/${tool.name}`].post as Json;
   const { input, output } = jsonSchemasOf(tool);
@@ -235,7 +236,7 @@ ${curlBlock(curlFor({ baseUrl: doc.servers[0].url, method: "post", path: `/v1/to
 <h4>With the client libraries</h4>
 <pre tabindex="0" class="snippet" data-lang="typescript"><code>${esc(typescriptSnippet(tool.name, example))}</code></pre>
 <pre tabindex="0" class="snippet" data-lang="python"><code>${esc(pythonSnippet(tool.name, example))}</code></pre>
-${tryItForm(tool.name, example)}
+${tryItForm(basePath, tool.name, example)}
 ${answer !== undefined ? `<h4>Answer 200 (this gateway's answer to the example)</h4>${pretty(answer)}` : `<p class="muted">The answer comes from ${esc(answerSource(tool))}; its shape is below.</p>`}
 ${fieldsTable(output as Json, "Output")}
 ${errorList(op.responses)}
@@ -243,12 +244,12 @@ ${errorList(op.responses)}
 }
 
 /** `x402Networks`: what the keyless example is answered depends on whether this gateway takes x402. */
-function introduction(doc: Json, x402Networks: readonly string[] | null): string {
+function introduction(doc: Json, x402Networks: readonly string[] | null, basePath: string): string {
   const base = doc.servers[0].url;
   const keylessCall = `curl -sS -X POST "${base}/v1/tools/hash" \\\n  -H "content-type: application/json" \\\n  -d '{"text":"hello world"}'`;
   return `<h1>${esc(doc.info.title)} reference</h1>
 <p>${esc(doc.info.description)}</p>
-<p>Base URL: <code>${esc(base)}</code>. Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI ${esc(doc.openapi)}); for language models: <a href="/llms.txt">/llms.txt</a>. Changes: <a href="/changelog">changelog</a> (<a href="/changelog.rss">RSS</a>). Health: <a href="/status">status</a>.</p>
+<p>Base URL: <code>${esc(base)}</code>. Machine-readable: <a href="${basePath}/openapi.json">${basePath}/openapi.json</a> (OpenAPI ${esc(doc.openapi)}); for language models: <a href="${basePath}/llms.txt">${basePath}/llms.txt</a>. Changes: <a href="${basePath}/changelog">changelog</a> (<a href="${basePath}/changelog.rss">RSS</a>). Health: <a href="${basePath}/status">status</a>.</p>
 <h2 id="authentication">Authentication</h2>
 <p>Send your API key in the <code>x-api-key</code> header. The examples read it from the environment, so put it there first:</p>
 <pre tabindex="0"><code>export TOOLGATE_API_KEY=tg_live_…    # from sign-up, shown once
@@ -287,6 +288,8 @@ export function renderDocsPage(
     tools: readonly ToolDefinition[];
     /** The networks this gateway takes x402 payments on; null when it takes none. */
     x402Networks: readonly string[] | null;
+    /** config.basePath, before the page's own addresses and the Try it forms' endpoints. */
+    basePath: string;
   },
 ): string {
   const byTag = new Map<string, string[]>(TAGS.map((t) => [t.name, []]));
@@ -307,7 +310,7 @@ export function renderDocsPage(
   for (const [event, item] of Object.entries((doc.webhooks ?? {}) as Record<string, Json>))
     byTag.get("Webhooks")?.push(eventSection(event, item.post as Json));
   const tools = options.tools.map((tool) =>
-    toolSection(doc, tool, options.creditPriceAtomic, options.toolAnswers),
+    toolSection(doc, tool, options.creditPriceAtomic, options.toolAnswers, options.basePath),
   );
   const groups = TAGS.map((tag) => {
     const toolList =
@@ -323,7 +326,8 @@ export function renderDocsPage(
   return layout({
     title: `${doc.info.title} reference`,
     wide: true,
-    head: '<script src="/docs/try-it.js" defer></script>',
-    body: `${introduction(doc, options.x402Networks)}<h2 id="contents">Contents</h2><nav><ul>${nav}</ul></nav>${groups.join("\n")}`,
+    basePath: options.basePath,
+    head: `<script src="${options.basePath}/docs/try-it.js" defer></script>`,
+    body: `${introduction(doc, options.x402Networks, options.basePath)}<h2 id="contents">Contents</h2><nav><ul>${nav}</ul></nav>${groups.join("\n")}`,
   });
 }

@@ -74,7 +74,7 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
     return () => (made ??= { value: make() }).value;
   };
   const changelog = once(readChangelog);
-  const changelogPage = once(() => renderChangelogPage(changelog()));
+  const changelogPage = once(() => renderChangelogPage(changelog(), services.config.basePath));
   const changelogRss = once(() => renderChangelogRss(changelog(), base));
   // Every public tool, as GET /v1/tools lists them: the catalogue's and the operator's.
   const tools = publicTools(services, TOOLS);
@@ -97,6 +97,7 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
         toolAnswers,
         tools,
         x402Networks,
+        basePath: services.config.basePath,
       }),
     onError: (err) => services.log.error({ err }, "Rebuilding /docs failed; the last page stays"),
   });
@@ -120,6 +121,7 @@ export function pagesRouter(services: Services, openApi: () => Record<string, un
       res,
       renderStatusPage(await services.status.report(), {
         autoRefresh: req.query.refresh === "auto",
+        basePath: services.config.basePath,
       }),
     ),
   );

@@ -13,10 +13,13 @@ export function renderNotice(options: {
   title: string;
   message: string;
   ok: boolean;
+  /** config.basePath; `next.href` is a path under it. */
+  basePath: string;
   next?: { href: string; label: string };
 }): string {
   return layout({
     title: `${options.title} — Toolgate`,
-    body: `<h1>${options.ok ? "✓ " : ""}${esc(options.title)}</h1><p class="${options.ok ? "operational" : "down"}">${esc(options.message)}</p>${options.next ? `<p><a href="${esc(options.next.href)}">${esc(options.next.label)}</a></p>` : ""}`,
+    basePath: options.basePath,
+    body: `<h1>${options.ok ? "✓ " : ""}${esc(options.title)}</h1><p class="${options.ok ? "operational" : "down"}">${esc(options.message)}</p>${options.next ? `<p><a href="${esc(options.basePath + options.next.href)}">${esc(options.next.label)}</a></p>` : ""}`,
   });
 }

@@ -51,21 +51,27 @@ table{border-collapse:collapse;width:100%;margin:.5rem 0}td{overflow-wrap:anywhe
 .method{font-weight:700;text-transform:uppercase}.get{color:#1a7f37}.post{color:#2456c7}.put{color:#8250df}.delete{color:#c62828}
 `;
 
-const SITE_NAV = `<nav aria-label="Site"><a href="/docs">API reference</a><a href="/changelog">Changelog</a><a href="/status">Status</a><a href="/openapi.json">OpenAPI</a><a href="/llms.txt">llms.txt</a><a href="/dashboard">Dashboard</a></nav>`;
+const siteNav = (basePath: string) =>
+  `<nav aria-label="Site"><a href="${basePath}/docs">API reference</a><a href="${basePath}/changelog">Changelog</a><a href="${basePath}/status">Status</a><a href="${basePath}/openapi.json">OpenAPI</a><a href="${basePath}/llms.txt">llms.txt</a><a href="${basePath}/dashboard">Dashboard</a></nav>`;
 
-/** The page frame shared by /docs, /changelog, /status and the dashboard (which brings its own `nav`). */
+/**
+ * The page frame shared by /docs, /changelog, /status and the dashboard (which brings its own `nav`).
+ * `basePath` (config.basePath) starts every address the pages hand the browser; the frame also
+ * carries it in a meta tag, for the scripts that build their own requests.
+ */
 export function layout(options: {
   title: string;
   body: string;
+  basePath: string;
   head?: string;
   wide?: boolean;
   nav?: string;
 }): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${esc(options.title)}</title><link rel="icon" href="data:,">
+<title>${esc(options.title)}</title><link rel="icon" href="data:,"><meta name="base-path" content="${esc(options.basePath)}">
 <style>${STYLE}${options.wide ? "main{max-width:80rem}" : ""}</style>
 ${options.head ?? ""}</head>
-<body><header class="site"><a class="brand" href="/docs">Toolgate</a>${options.nav ?? SITE_NAV}</header>
+<body><header class="site"><a class="brand" href="${options.basePath}/docs">Toolgate</a>${options.nav ?? siteNav(options.basePath)}</header>
 <main>${options.body}</main></body></html>`;
 }

@@ -82,7 +82,12 @@ function storeUnreadableNotice(report: StatusReport): string {
   return `<p class="degraded"><strong>The status store cannot be read right now:</strong> states are this gateway process's own latest checks, without uptime history; ${incidents}.</p>`;
 }
 
-export function renderStatusPage(report: StatusReport, options: { autoRefresh: boolean }): string {
+/** `basePath`: config.basePath, before the page's own addresses. */
+export function renderStatusPage(
+  report: StatusReport,
+  options: { autoRefresh: boolean; basePath: string },
+): string {
+  const base = options.basePath;
   const refreshSeconds = Math.max(30, Math.round(report.check_interval_ms / 1000));
   const groups = [...new Set(report.components.map((c) => c.group))];
   const rows = groups
@@ -104,9 +109,10 @@ ${report.components
   const active = report.incidents.active;
   return layout({
     title: "Toolgate status",
-    head: `${options.autoRefresh ? `<meta http-equiv="refresh" content="${refreshSeconds}">` : ""}<link rel="alternate" type="application/rss+xml" title="Toolgate incidents" href="/status.rss">`,
+    basePath: base,
+    head: `${options.autoRefresh ? `<meta http-equiv="refresh" content="${refreshSeconds}">` : ""}<link rel="alternate" type="application/rss+xml" title="Toolgate incidents" href="${base}/status.rss">`,
     body: `<h1>Status: <span class="pill ${report.status}">${report.status === "operational" ? "All systems operational" : "Some systems degraded"}</span></h1>
-<p class="muted">Checked every ${report.check_interval_ms / 1000} s in the background by each gateway process; uptime is the share of recorded checks that found a component operational. Updated ${esc(report.updated_at)}; ${options.autoRefresh ? `refreshing every ${refreshSeconds} s: <a href="/status">Stop refreshing</a>` : `<a href="/status?refresh=auto">Refresh every ${refreshSeconds} s</a>`}. Machine-readable: <a href="/status.json">/status.json</a>; incidents as a feed: <a href="/status.rss">/status.rss</a>.</p>
+<p class="muted">Checked every ${report.check_interval_ms / 1000} s in the background by each gateway process; uptime is the share of recorded checks that found a component operational. Updated ${esc(report.updated_at)}; ${options.autoRefresh ? `refreshing every ${refreshSeconds} s: <a href="${base}/status">Stop refreshing</a>` : `<a href="${base}/status?refresh=auto">Refresh every ${refreshSeconds} s</a>`}. Machine-readable: <a href="${base}/status.json">${base}/status.json</a>; incidents as a feed: <a href="${base}/status.rss">${base}/status.rss</a>.</p>
 ${storeUnreadableNotice(report)}
 ${active.length ? `<h2>Active incidents</h2>${active.map(incidentHtml).join("\n")}` : ""}
 ${rows}

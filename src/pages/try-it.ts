@@ -32,9 +32,9 @@ document.addEventListener("DOMContentLoaded", function () {
 });
 `;
 
-/** The form under a tool's example: its worked example, ready to send. */
-export function tryItForm(toolName: string, example: unknown): string {
-  return `<details class="try-it"><summary>Try it</summary><form class="try" data-endpoint="/v1/tools/${esc(toolName)}">
+/** The form under a tool's example: its worked example, ready to send (to `basePath`'s tool door). */
+export function tryItForm(basePath: string, toolName: string, example: unknown): string {
+  return `<details class="try-it"><summary>Try it</summary><form class="try" data-endpoint="${esc(basePath)}/v1/tools/${esc(toolName)}">
 <label>Input (JSON)<br><textarea name="input" rows="6" style="width:100%;font:13px ui-monospace,monospace">${esc(JSON.stringify(example ?? {}, null, 2))}</textarea></label>
 <p><button type="submit">Send</button> <span class="muted">with the key from the top of the page (charged like any call), or none: the 402 offer.</span></p>
 <pre tabindex="0"><output aria-live="polite"></output></pre></form></details>`;

@@ -1,16 +1,11 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import {
-  createPublicClient,
-  http,
-  type Hex,
-  type LocalAccount,
-  type TypedDataDefinition,
-} from "viem";
+import { createPublicClient, http, type Hex, type LocalAccount } from "viem";
 import { createSiweMessage, parseSiweMessage } from "viem/siwe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { anvilAccount } from "../../chain-fixtures/chain.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { checkPage, launchChromium, watchPage } from "../helpers/browser.js";
+import { injectWallet } from "../helpers/browser-wallet.js";
 import { call } from "../helpers/gateway.js";
 import {
   PAY_TO,
@@ -25,10 +20,8 @@ import {
  * a credit pack and a plan on the Plan and credits page with x402 — against a real gateway on
  * Redis with x402 on two anvil chains and the project's EIP-3009 token.
  *
- * The browser wallet is an EIP-1193 provider injected as `window.ethereum` (page.addInitScript)
- * that forwards each request to this test process (page.exposeFunction), where an anvil key signs
- * with viem — the way a wallet extension answers a page: `eth_requestAccounts`, `eth_chainId`,
- * `wallet_switchEthereumChain`, `personal_sign`, `eth_signTypedData_v4`.
+ * The browser wallet is an EIP-1193 provider injected as `window.ethereum` that an anvil key
+ * answers from this test process (test/helpers/browser-wallet.ts).
  */
 const WALLET = anvilAccount(3);
 // The Base chain's RPC goes through a proxy the pending-settlement test can silence.
@@ -42,80 +35,11 @@ afterAll(async () => {
   await browser?.close();
 });
 
-interface WalletRequest {
-  method: string;
-  params: unknown[];
-}
-
-/** The test side of the injected wallet: answers the page's EIP-1193 requests by signing with `account`. */
-function walletFor(account: LocalAccount) {
-  const requests: WalletRequest[] = [];
-  let chainId = 84532;
-  async function answer(method: string, params: unknown[]): Promise<unknown> {
-    requests.push({ method, params });
-    switch (method) {
-      case "eth_requestAccounts":
-      case "eth_accounts":
-        return [account.address];
-      case "eth_chainId":
-        return `0x${chainId.toString(16)}`;
-      case "wallet_switchEthereumChain": {
-        const wanted = Number.parseInt((params[0] as { chainId: string }).chainId, 16);
-        if (![84532, 80002].includes(wanted)) throw new Error("Unrecognized chain ID");
-        chainId = wanted;
-        return null;
-      }
-      case "personal_sign": {
-        const [raw, from] = params as [Hex, string];
-        if (from.toLowerCase() !== account.address.toLowerCase())
-          throw new Error("unknown account");
-        return account.signMessage({ message: { raw } });
-      }
-      case "eth_signTypedData_v4": {
-        const [from, json] = params as [string, string];
-        if (from.toLowerCase() !== account.address.toLowerCase())
-          throw new Error("unknown account");
-        const { types, primaryType, domain, message } = JSON.parse(json);
-        const { EIP712Domain: _, ...rest } = types;
-        // JSON carries uint256 as decimal strings; viem signs bigints.
-        const values = Object.fromEntries(
-          Object.entries(message as Record<string, unknown>).map(([name, value]) => {
-            const type = rest[primaryType].find((f: { name: string }) => f.name === name)?.type;
-            return [name, type?.startsWith("uint") ? BigInt(value as string) : value];
-          }),
-        );
-        return account.signTypedData({
-          domain,
-          types: rest,
-          primaryType,
-          message: values,
-        } as TypedDataDefinition);
-      }
-      default:
-        throw new Error(`The test wallet does not support ${method}`);
-    }
-  }
-  return { requests, answer };
-}
-
 async function walletPage(account: LocalAccount) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   const problems = watchPage(page, new URL(setup.gw.url).origin);
-  const wallet = walletFor(account);
-  await page.exposeFunction("__testWallet", async (method: string, params: string) =>
-    JSON.stringify(await wallet.answer(method, JSON.parse(params))),
-  );
-  await page.addInitScript(() => {
-    const forward = (window as unknown as { __testWallet(m: string, p: string): Promise<string> })
-      .__testWallet;
-    (window as unknown as { ethereum: unknown }).ethereum = {
-      isTestWallet: true,
-      async request({ method, params }: { method: string; params?: unknown[] }) {
-        return JSON.parse(await forward(method, JSON.stringify(params ?? [])));
-      },
-    };
-  });
+  const wallet = await injectWallet(page, account);
   return { context, page, problems, wallet };
 }
 

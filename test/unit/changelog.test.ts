@@ -95,7 +95,7 @@ describe("parseChangelog", () => {
       "unicode-2026-11-20-2",
       "release",
     ]);
-    const page = renderChangelogPage(CRAFTED);
+    const page = renderChangelogPage(CRAFTED, "");
     const ids = [...page.matchAll(/<section id="([^"]*)"/g)].map((m) => m[1]);
     expect(ids).toEqual(releases.map((r) => r.slug));
   });

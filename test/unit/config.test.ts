@@ -179,6 +179,12 @@ describe("a URL or list setting other URLs are built from", () => {
     expect(
       loadConfig({ PUBLIC_BASE_URL: "https://gw.example.com:8443/toolgate" }).publicBaseUrl,
     ).toBe("https://gw.example.com:8443/toolgate");
+    // Its path is what every page's addresses start with (behind a proxy that strips it).
+    expect(loadConfig({ PUBLIC_BASE_URL: "https://gw.example.com/toolgate/" }).basePath).toBe(
+      "/toolgate",
+    );
+    expect(loadConfig({ PUBLIC_BASE_URL: "https://gw.example.com/" }).basePath).toBe("");
+    expect(loadConfig({}).basePath).toBe("");
   });
 
   it("refuses anything but an origin in a worker pool's URL: calls go to its origin, whatever else it holds", () => {

@@ -30,7 +30,7 @@ function page(days: ComponentReport["days"], uptime: number | null): string {
     ],
     incidents: { active: [], recent: [], as_of: new Date().toISOString() },
   };
-  return renderStatusPage(report, { autoRefresh: false });
+  return renderStatusPage(report, { autoRefresh: false, basePath: "" });
 }
 const uptimeCell = (html: string) => /<td>([^<]*)<div aria-label="uptime per day/.exec(html)?.[1];
 

@@ -21,9 +21,10 @@ export const verifyEmail = defineRoute({
     credits: z.number().int().optional(),
   }),
   query: z.object({ token: z.string().min(1).max(200) }),
-  errorPage: (err) =>
+  errorPage: (err, basePath) =>
     renderNotice({
       ok: false,
+      basePath,
       title: "This link does not work",
       // A link cut short or run together with other text fails the query's own check.
       message: `${err.code === "validation_failed" ? "The verification link is incomplete; copy all of it from the e-mail." : err.message} Ask for a new one with POST /api/v1/account/verification-email.`,
@@ -36,6 +37,7 @@ export const verifyEmail = defineRoute({
     return {
       html: renderNotice({
         ok: true,
+        basePath: ctx.services.config.basePath,
         title: "Your e-mail address is verified",
         message:
           body.credits_added > 0

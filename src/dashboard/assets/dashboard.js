@@ -6,6 +6,9 @@
 
 (() => {
   const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute("content") ?? "";
+  // PUBLIC_BASE_URL's path ("" at the root): behind a proxy serving the gateway under a path, every
+  // address this script asks for starts with it (the page's layout writes it).
+  const base = document.querySelector('meta[name="base-path"]')?.getAttribute("content") ?? "";
   const byId = (id) => document.getElementById(id);
 
   function notice(text, isError) {
@@ -20,7 +23,7 @@
   async function api(method, path, body) {
     const headers = { "x-csrf-token": csrf };
     if (body !== undefined) headers["content-type"] = "application/json";
-    const res = await fetch(`/dashboard/api/v1${path}`, {
+    const res = await fetch(`${base}/dashboard/api/v1${path}`, {
       method,
       headers,
       credentials: "same-origin",
@@ -33,7 +36,7 @@
     } catch {
       data = null;
     }
-    if (res.status === 401) window.location.assign("/dashboard/sign-in?notice=expired");
+    if (res.status === 401) window.location.assign(`${base}/dashboard/sign-in?notice=expired`);
     if (!res.ok) throw new Error(data?.error?.message ?? `The request failed (${res.status}).`);
     return data;
   }
@@ -65,8 +68,8 @@
   // inside a swapped table is moved to its replacement (see refocus), never left on <body>.
   async function refreshTables({ keepPage = false } = {}) {
     const res = await fetch(window.location.pathname, { credentials: "same-origin" });
-    if (new URL(res.url).pathname === "/dashboard/sign-in") {
-      if (!keepPage) window.location.assign("/dashboard/sign-in?notice=session_key_changed");
+    if (new URL(res.url).pathname === `${base}/dashboard/sign-in`) {
+      if (!keepPage) window.location.assign(`${base}/dashboard/sign-in?notice=session_key_changed`);
       return false;
     }
     const fresh = new DOMParser().parseFromString(await res.text(), "text/html");
@@ -491,7 +494,7 @@
     const balance = document.querySelector('[data-testid="credits-balance"]');
     const state = byId("live-state");
     const after = encodeURIComponent(feed.getAttribute("data-after") || "0-0");
-    const source = new EventSource(`/dashboard/live?after=${after}`);
+    const source = new EventSource(`${base}/dashboard/live?after=${after}`);
     source.addEventListener("ledger", (message) => {
       const entry = JSON.parse(message.data);
       if (feed.querySelector(`[data-entry-id="${CSS.escape(entry.id)}"]`)) return;

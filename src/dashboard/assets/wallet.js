@@ -8,6 +8,8 @@
 (() => {
   const byId = (id) => document.getElementById(id);
   const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute("content") ?? "";
+  // PUBLIC_BASE_URL's path ("" at the root), which every address asked for starts with (see dashboard.js).
+  const base = document.querySelector('meta[name="base-path"]')?.getAttribute("content") ?? "";
 
   function say(box, text, isError) {
     if (!box) return;
@@ -106,7 +108,7 @@
     try {
       const session = await onChain(await connect("sign-in"), chainIds);
       say(status, "Sign the message in your wallet…");
-      const challenge = await postJson("/dashboard/sign-in/wallet/challenge", {
+      const challenge = await postJson(`${base}/dashboard/sign-in/wallet/challenge`, {
         address: session.address,
         chain_id: session.chainId,
       });
@@ -115,7 +117,7 @@
         method: "personal_sign",
         params: [utf8Hex(challenge.data.message), session.address],
       });
-      const signedIn = await postJson("/dashboard/sign-in/wallet", {
+      const signedIn = await postJson(`${base}/dashboard/sign-in/wallet`, {
         message: challenge.data.message,
         signature,
       });
@@ -271,7 +273,7 @@
     const kind = button.getAttribute("data-buy");
     const item = button.getAttribute("data-item");
     const what = button.getAttribute("data-what");
-    const path = `/dashboard/api/v1/${kind}/purchase`;
+    const path = `${base}/dashboard/api/v1/${kind}/purchase`;
     const body = kind === "credits" ? { pack: item } : { plan: item };
     // Marked aria-disabled, not disabled: a disabled button drops the keyboard's focus to <body>.
     const buttons = document.querySelectorAll("button[data-buy]");
@@ -279,7 +281,8 @@
     for (const b of buttons) b.setAttribute("aria-disabled", "true");
     try {
       const asked = await postJson(path, body, { "x-csrf-token": csrf });
-      if (asked.res.status === 401) window.location.assign("/dashboard/sign-in?notice=expired");
+      if (asked.res.status === 401)
+        window.location.assign(`${base}/dashboard/sign-in?notice=expired`);
       const required = asked.res.headers.get("payment-required");
       if (asked.res.status !== 402 || !required) throw failure(asked.data, asked.res);
       const offer = fromBase64Json(required);
