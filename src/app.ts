@@ -66,10 +66,7 @@ export function createApp(services: Services): (req: IncomingMessage, res: Serve
   );
 
   // Every answer under a deprecated API version says so; after its sunset, 410.
-  const apiVersioning = versioning(
-    services.config.apiVersions,
-    `${services.config.publicBaseUrl}/changelog`,
-  );
+  const apiVersioning = versioning(services.config.apiVersions, services.config.publicBaseUrl);
   const parseJson = jsonBody({
     limitBytes: services.config.bodyLimitBytes,
     maxDepth: services.config.bodyMaxDepth,

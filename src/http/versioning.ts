@@ -104,11 +104,18 @@ export function isDeprecatedPath(versions: ApiVersion[], path: string): boolean 
   );
 }
 
+/**
+ * `publicBaseUrl` (config) makes the `Link` header's addresses absolute: a reference is resolved
+ * against the request's URL, which behind a proxy serving the gateway under a path would leave the
+ * path out. The 410's `successor` stays the API path, as routes are named (a client puts its own
+ * base URL before it).
+ */
 export function versioning(
   versions: ApiVersion[],
-  changelogUrl: string,
+  publicBaseUrl: string,
   now: () => number = () => Date.now(),
 ): RequestHandler {
+  const changelogUrl = `${publicBaseUrl}/changelog`;
   const table = lifecycles(versions).filter((l) => l.deprecatedAt);
   return (req, res, next) => {
     if (table.length === 0) return next();
@@ -120,7 +127,7 @@ export function versioning(
     res.setHeader("Sunset", lifecycle.sunsetAt!.toUTCString());
     res.setHeader(
       "Link",
-      `<${changelogUrl}>; rel="deprecation"; type="text/html", <${successor}>; rel="successor-version"`,
+      `<${changelogUrl}>; rel="deprecation"; type="text/html", <${publicBaseUrl}${successor}>; rel="successor-version"`,
     );
     if (now() < lifecycle.sunsetAt!.getTime()) return next();
     next(

@@ -24,7 +24,7 @@ let gw: TestGateway;
 beforeAll(async () => {
   gw = await startGateway({
     store: "memory",
-    env: { API_VERSIONS: VERSIONS, PUBLIC_BASE_URL: "https://api.toolgate.example" },
+    env: { API_VERSIONS: VERSIONS, PUBLIC_BASE_URL: "https://api.toolgate.example/gw" },
   });
 });
 afterAll(() => gw.stop());
@@ -42,14 +42,16 @@ describe("a deprecated version before its sunset", () => {
       expect(res.headers.get("deprecation")).toBe(`@${DEPRECATED_AT}`);
       expect(res.headers.get("sunset")).toBe(SUNSET);
       expect(res.headers.get("link")).toContain(
-        '<https://api.toolgate.example/changelog>; rel="deprecation"',
+        '<https://api.toolgate.example/gw/changelog>; rel="deprecation"',
       );
       // A browser client calling from another origin can read the notice.
       const exposed = res.headers.get("access-control-expose-headers")!.split(/,\s*/);
       expect(exposed).toEqual(expect.arrayContaining(["deprecation", "sunset", "link"]));
     }
     expect((await call(`${gw.url}/v1/tools`)).headers.get("link")).toContain(
-      '</v2/tools>; rel="successor-version"',
+      // Absolute: behind a proxy serving the gateway under /gw, a root-relative reference would
+      // resolve outside it.
+      '<https://api.toolgate.example/gw/v2/tools>; rel="successor-version"',
     );
   });
 
