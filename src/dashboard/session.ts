@@ -168,12 +168,26 @@ async function liveSession(
   // taken back) nor set up anew, though its settings may change.
   const withdrawn =
     (session.keyId && !(key && couldOpenSession(key))) ||
-    (session.via === "sso" && sso?.createdAt !== session.ssoConnectionAt);
+    (session.via === "sso" && sso?.createdAt !== ssoConnectionOf(session, sso));
   if (withdrawn) {
     await services.store.endSession(session.accountId, session.id);
     return null;
   }
   return account ? { session, account } : null;
+}
+
+/**
+ * The connection a single sign-on session was opened under. A session opened by a release before
+ * sessions recorded it (no `ssoConnectionAt`; a rolling upgrade serves those beside new ones) was
+ * opened under the connection that was the account's then: the current one if that was set up
+ * before the session opened, else one since removed.
+ */
+function ssoConnectionOf(
+  session: SessionRecord,
+  current: { createdAt: number } | null,
+): number | undefined {
+  if (session.ssoConnectionAt !== undefined) return session.ssoConnectionAt;
+  return current && current.createdAt <= session.createdAt ? current.createdAt : undefined;
 }
 
 /** Whether a key could open a session now: not revoked (past any rotation grace), no controls. */
