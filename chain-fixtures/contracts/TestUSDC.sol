@@ -19,7 +19,8 @@ function splitSignature(bytes memory signature) pure returns (bytes32 r, bytes32
 /// whose EIP-712 domain (name, version, chainId, verifyingContract) is set at deployment, so one
 /// build stands in for Base USDC ("USD Coin"/"2"), Base Sepolia USDC ("USDC"/"2"), and Polygon.
 /// transferWithAuthorization follows EIP-3009 and USDC v2: both the (v, r, s) and the
-/// (bytes signature) forms, ERC-1271 signers, one use per (authorizer, nonce), high-s refused.
+/// (bytes signature) forms, ERC-1271 signers, one use per (authorizer, nonce), high-s refused;
+/// cancelAuthorization ((v, r, s) form) uses up a nonce without a transfer.
 contract TestUSDC {
     string public name;
     string public version;
@@ -34,6 +35,8 @@ contract TestUSDC {
 
     bytes32 public constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH =
         keccak256("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)");
+    bytes32 public constant CANCEL_AUTHORIZATION_TYPEHASH =
+        keccak256("CancelAuthorization(address authorizer,bytes32 nonce)");
     bytes32 private constant DOMAIN_TYPEHASH =
         keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
     /// Half the secp256k1 order: larger s values are the malleable twin of a valid signature.
@@ -42,6 +45,7 @@ contract TestUSDC {
     event Transfer(address indexed from, address indexed to, uint256 value);
     event Approval(address indexed owner, address indexed spender, uint256 value);
     event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
+    event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce);
 
     constructor(string memory name_, string memory version_) {
         name = name_;
@@ -95,6 +99,18 @@ contract TestUSDC {
         bytes memory signature
     ) external {
         _transferWithAuthorization(from, to, value, validAfter, validBefore, nonce, signature);
+    }
+
+    function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external {
+        require(!_authorizationStates[authorizer][nonce], "authorization is used");
+        bytes32 digest = keccak256(abi.encodePacked(
+            "\x19\x01",
+            DOMAIN_SEPARATOR(),
+            keccak256(abi.encode(CANCEL_AUTHORIZATION_TYPEHASH, authorizer, nonce))
+        ));
+        require(_isValidSignature(authorizer, digest, abi.encodePacked(r, s, v)), "invalid signature");
+        _authorizationStates[authorizer][nonce] = true;
+        emit AuthorizationCanceled(authorizer, nonce);
     }
 
     function _transferWithAuthorization(

@@ -12,15 +12,19 @@ import { authorizationUsed } from "./verify.js";
 const AUTHORIZATION_USED = parseAbiItem(
   "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
 );
+const AUTHORIZATION_CANCELED = parseAbiItem(
+  "event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)",
+);
 
 /**
  * Finishes settlements whose outcome was unknown (a receipt that never came, an RPC that went
  * silent after the send) and those whose process died while settling. The chain decides: if the
  * authorization was used, the transfer is found through its AuthorizationUsed log, checked in
  * its receipt and credited (once, as ever); if it is unused and its process died before recording
- * a send, it is sent now (Payments.settleAbandoned); if it expired unused, nothing moved and the
- * claim is released. Runs in every process; the credit is idempotent, so two reconcilers finishing the
- * same payment credit it once.
+ * a send, it is sent now (Payments.settleAbandoned); if it expired unused, or was used by a
+ * transaction that did not pay us (or cancelled), nothing moved and the claim is released. Runs
+ * in every process; the credit is idempotent, so two reconcilers finishing the same payment
+ * credit it once.
  */
 export function startReconciler(
   services: Foundation & Pick<Services, "books">,
@@ -208,15 +212,17 @@ async function replaceStuck(
 }
 
 /**
- * The transaction that used the authorization, from its AuthorizationUsed log: read forward from
- * the block seen before the settlement was sent, in ranges of at most `rangeBlocks` (hosted RPCs
- * cap eth_getLogs ranges, often at 1,000 to 10,000 blocks). A record without that block (written
- * by an older version) is searched over the last ten ranges only.
+ * The transaction that used the authorization, from its AuthorizationUsed log (or, given
+ * AuthorizationCanceled, that cancelled it): read forward from the block seen before the
+ * settlement was sent, in ranges of at most `rangeBlocks` (hosted RPCs cap eth_getLogs ranges,
+ * often at 1,000 to 10,000 blocks). A record without that block (written by an older version) is
+ * searched over the last ten ranges only.
  */
 async function findAuthorizationUse(
   clients: NetworkClients,
   record: PaymentRecord,
   rangeBlocks: number,
+  event: typeof AUTHORIZATION_USED | typeof AUTHORIZATION_CANCELED = AUTHORIZATION_USED,
 ): Promise<Hex | null> {
   const auth = record.authorization;
   const latest = await clients.public.getBlockNumber({ cacheTime: 0 });
@@ -230,7 +236,7 @@ async function findAuthorizationUse(
     const to = from + span - 1n < latest ? from + span - 1n : latest;
     const logs = await clients.public.getLogs({
       address: clients.network.usdc.address,
-      event: AUTHORIZATION_USED,
+      event,
       args: { authorizer: getAddress(auth.from!), nonce: auth.nonce as Hex },
       fromBlock: from,
       toBlock: to,
@@ -306,9 +312,19 @@ async function reconcile(
   }
   // The transfer that happened (the original or a replacement): found by its AuthorizationUsed log,
   // else by the transaction we sent.
-  const txHash =
-    (await findAuthorizationUse(clients, record, payments.config.logRangeBlocks)) ??
-    (record.txHash as Hex | null);
+  const usedBy = await findAuthorizationUse(clients, record, payments.config.logRangeBlocks);
+  // Cancelled by its payer (EIP-3009 cancelAuthorization): used for good, by no transfer at all.
+  if (
+    !usedBy &&
+    (await findAuthorizationUse(
+      clients,
+      record,
+      payments.config.logRangeBlocks,
+      AUTHORIZATION_CANCELED,
+    ))
+  )
+    return releaseUnpaid(services, payments, record, null);
+  const txHash = usedBy ?? (record.txHash as Hex | null);
   if (!txHash) return "pending";
   const receipt = await clients.public.getTransactionReceipt({ hash: txHash });
   const paid = transferInReceipt(receipt, {
@@ -318,6 +334,10 @@ async function reconcile(
     value: BigInt(record.value),
     nonce,
   });
+  // The token uses an authorization once: the transaction that used it did not pay us, so nothing
+  // ever can. Only a use found by its log is that proof; our own transaction without the transfer
+  // (its log not found yet) says nothing of another that may have paid.
+  if (!paid && usedBy) return releaseUnpaid(services, payments, record, usedBy);
   if (!paid) {
     services.log.error(
       { payment: record.id, tx: txHash },
@@ -328,4 +348,25 @@ async function reconcile(
   await payments.credit({ ...record, state: "settled", txHash });
   services.log.info({ payment: record.id, tx: txHash }, "pending payment settled and credited");
   return "settled";
+}
+
+/**
+ * A payment whose authorization was used up without paying us (the payer used its nonce for
+ * another transfer, or cancelled it): nothing moved to us and nothing can, so it is released,
+ * never credited, and no longer checked. A retry of it meets the chain ("already used"). Our own
+ * transaction, if any, can only revert: mined, its nonce is used; still waiting or dropped, the
+ * record no longer holds its nonce (`mayHoldNonce`), so a gap there is filled (`repairGaps`).
+ */
+async function releaseUnpaid(
+  services: Foundation,
+  payments: Payments,
+  record: PaymentRecord,
+  usedBy: Hex | null,
+): Promise<"released"> {
+  await payments.release(record);
+  services.log.warn(
+    { payment: record.id, tx: usedBy },
+    "authorization used or cancelled elsewhere without paying us: released, not credited",
+  );
+  return "released";
 }
