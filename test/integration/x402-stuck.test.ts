@@ -1,10 +1,13 @@
 import { createPublicClient, http, type Hex } from "viem";
 import { describe, expect, it } from "vitest";
-import { anvilAccount } from "../../chain-fixtures/chain.js";
+import { anvilAccount, randomWallet } from "../../chain-fixtures/chain.js";
+import { REPLACEMENT_FEE_CAP } from "../../src/payments/replacement-fees.js";
+import type { PaymentRecord } from "../../src/store/types.js";
 import { walletAccountId } from "../../src/payments/wallet-accounts.js";
 import { call } from "../helpers/gateway.js";
 import {
   PAY_TO,
+  RELAYER,
   balanceOf,
   paidGatewayFixture,
   signAuthorization,
@@ -12,14 +15,19 @@ import {
 } from "../helpers/x402.js";
 
 /**
- * Settlement transactions that sit unmined (here: the chain stops mining) are replaced at the same
- * nonce with higher fees, so one stuck transaction does not hold up the relayer for good; when
- * blocks come again, each payment is credited once, from whichever transaction was mined.
+ * A settlement transaction that sits unmined (here: the chain stops mining) at the relayer's lowest
+ * unmined nonce is replaced at that nonce with higher fees, so one stuck transaction does not hold
+ * up the relayer for good; those above it wait behind it, unreplaced, and the replacements' fees
+ * stay under a cap tied to the chain's current fees. When blocks come again, each payment is
+ * credited once, from whichever transaction was mined.
  */
 const PRICE = 2000n;
 const PAYERS = [anvilAccount(1), anvilAccount(2)];
+/** Payers of the later tests, each paying once. */
+const QUEUED = Array.from({ length: 3 }, (_, i) => randomWallet(52_000 + i));
+const CAPPED = randomWallet(52_100);
 const setup = paidGatewayFixture({
-  fund: PAYERS.map((p) => p.address),
+  fund: [...PAYERS, ...QUEUED, CAPPED].map((p) => p.address),
   env: { X402_RECEIPT_TIMEOUT_MS: "800", X402_STUCK_AFTER_MS: "1000" },
 });
 
@@ -52,10 +60,14 @@ describe("a stuck settlement transaction", () => {
     expect(sent.map((r) => r.relay?.nonce)).toEqual(
       expect.arrayContaining([expect.any(Number), expect.any(Number)]),
     );
-    // The reconciler replaces both (same nonces, higher fees).
+    // The reconciler replaces the one at the lowest nonce (same nonce, higher fees); the other
+    // waits behind it and is left as it is.
+    const lowest = sent.findIndex(
+      (r) => r.relay!.nonce === Math.min(...sent.map((x) => x.relay!.nonce)),
+    );
     const deadline = Date.now() + 10_000;
     let now = sent;
-    while (now.some((r, i) => r.txHash === sent[i]!.txHash) && Date.now() < deadline) {
+    while (now[lowest]!.txHash === sent[lowest]!.txHash && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
       now = await Promise.all(
         ids.map(async (id) => (await setup.gw.services.store.getPayment(id))!),
@@ -68,9 +80,11 @@ describe("a stuck settlement transaction", () => {
       pool: await rpc.request({ method: "txpool_content" as never }),
     });
     now.forEach((r, i) => {
-      expect(r.txHash, seen).not.toBe(sent[i]!.txHash);
       expect(r.relay!.nonce).toBe(sent[i]!.relay!.nonce);
-      expect(BigInt(r.relay!.maxFeePerGas)).toBeGreaterThan(BigInt(sent[i]!.relay!.maxFeePerGas));
+      if (i === lowest) {
+        expect(r.txHash, seen).not.toBe(sent[i]!.txHash);
+        expect(BigInt(r.relay!.maxFeePerGas)).toBeGreaterThan(BigInt(sent[i]!.relay!.maxFeePerGas));
+      } else expect(r.txHash, seen).toBe(sent[i]!.txHash);
     });
 
     await rpc.request({ method: "evm_setAutomine" as never, params: [true] as never });
@@ -90,11 +104,12 @@ describe("a stuck settlement transaction", () => {
       ),
     ).toEqual([1, 1]);
     expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore + 2n * PRICE);
-    // The replacements were mined, not the originals.
-    for (const [i, r] of now.entries()) {
+    // The replacement was mined, not the original it replaced; the other, as sent.
+    for (const r of now)
       expect((await rpc.getTransactionReceipt({ hash: r.txHash as Hex })).status).toBe("success");
-      await expect(rpc.getTransactionReceipt({ hash: sent[i]!.txHash as Hex })).rejects.toThrow();
-    }
+    await expect(
+      rpc.getTransactionReceipt({ hash: sent[lowest]!.txHash as Hex }),
+    ).rejects.toThrow();
     // Each client retries its payment and gets its call.
     for (const h of headers)
       expect(
@@ -111,6 +126,127 @@ describe("a stuck settlement transaction", () => {
         (e) => e.kind === "purchase",
       );
       expect(purchases).toHaveLength(1);
+    }
+  }, 40_000);
+});
+
+const paidCall = async (payer: { address: `0x${string}` }, text: string, header?: string) => {
+  const x =
+    header ??
+    v1Header(
+      "base-sepolia",
+      await signAuthorization({ account: payer as never, chain: setup.chains.base, value: PRICE }),
+    );
+  return {
+    header: x,
+    answer: await call(`${setup.gw.url}/v1/tools/hash`, {
+      method: "POST",
+      body: { text },
+      headers: { "x-payment": x },
+    }),
+  };
+};
+const recordOf = async (payer: { address: string }) =>
+  (await setup.gw.services.store.openPayments()).find(
+    (r) => r.payer.toLowerCase() === payer.address.toLowerCase(),
+  );
+const purchasesOf = async (payer: { address: `0x${string}` }) =>
+  (
+    await setup.gw.services.store.ledger(walletAccountId(payer.address), { limit: 100 })
+  ).items.filter((e) => e.kind === "purchase");
+async function until(check: () => Promise<boolean>, ms: number) {
+  const deadline = Date.now() + ms;
+  while (!(await check()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+}
+
+describe("settlements queued behind a nonce hole", () => {
+  it("are not replaced while they wait (not stuck), and each is credited once when the hole fills", async () => {
+    const rpc = createPublicClient({ transport: http(setup.chains.base.rpcUrl) });
+    const store = setup.gw.services.store;
+    const payToBefore = await balanceOf(setup.chains.base, PAY_TO);
+    expect((await paidCall(QUEUED[0]!, "queued: the sequence exists")).answer.status).toBe(200);
+    // A hole the gap filler must leave alone: a live settlement (a slow process) may hold it.
+    const holder: PaymentRecord = {
+      id: "test:hole-holder",
+      network: "base-sepolia",
+      payer: "0x0000000000000000000000000000000000000001",
+      value: "0",
+      state: "settling",
+      accountId: "test:hole-holder",
+      txHash: null,
+      createdAt: Date.now(),
+      authorization: {},
+      signature: "0x",
+      grant: {} as PaymentRecord["grant"],
+    };
+    await store.savePayment(holder);
+    const sequence = `${setup.chains.base.chainId}:${(await rpc.getBlock({ blockNumber: 0n })).hash.slice(2, 18)}:${RELAYER.address.toLowerCase()}`;
+    try {
+      const hole = (await store.takeRelayerNonce(sequence, null))!;
+      const queued = QUEUED.slice(1);
+      const answers = await Promise.all(queued.map((p) => paidCall(p, "queued")));
+      expect(answers.map((a) => a.answer.body.error?.code)).toEqual(
+        queued.map(() => "payment_pending"),
+      );
+      const sent = await Promise.all(queued.map(async (p) => (await recordOf(p))!));
+      for (const r of sent) expect(r.relay!.nonce).toBeGreaterThan(hole);
+      // Several stuck periods (X402_STUCK_AFTER_MS 1 s) go by: none is replaced, no fee raised.
+      await new Promise((r) => setTimeout(r, 4_500));
+      const later = await Promise.all(queued.map(async (p) => (await recordOf(p))!));
+      expect(later.map((r) => [r.txHash, r.relay!.maxFeePerGas])).toEqual(
+        sent.map((r) => [r.txHash, r.relay!.maxFeePerGas]),
+      );
+      // The live settlement ends: the hole is filled, and the queue is mined as sent.
+      await store.releasePayment(holder.id);
+      await until(async () => (await store.openPayments()).length === 0, 15_000);
+      for (const r of sent)
+        expect((await rpc.getTransactionReceipt({ hash: r.txHash as Hex })).status).toBe("success");
+      for (const [i, p] of queued.entries())
+        expect((await paidCall(p, "queued", answers[i]!.header)).answer.status).toBe(200);
+      // The books: one credit per payment, and exactly that much reached payTo.
+      for (const p of QUEUED) expect(await purchasesOf(p)).toHaveLength(1);
+      expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(
+        payToBefore + BigInt(QUEUED.length) * PRICE,
+      );
+    } finally {
+      await store.releasePayment(holder.id);
+    }
+  }, 40_000);
+});
+
+describe("a transaction stuck at the relayer's lowest nonce for many stuck periods", () => {
+  it("is replaced with fees that never pass the cap on the chain's current fees, then credited once", async () => {
+    const rpc = createPublicClient({ transport: http(setup.chains.base.rpcUrl) });
+    const payToBefore = await balanceOf(setup.chains.base, PAY_TO);
+    await rpc.request({ method: "evm_setAutomine" as never, params: [false] as never });
+    try {
+      const { header, answer } = await paidCall(CAPPED, "capped");
+      expect(answer.body.error?.code).toBe("payment_pending");
+      const first = (await recordOf(CAPPED))!;
+      // No block is mined meanwhile: the chain's estimate stays what it is now.
+      const cap = (await rpc.estimateFeesPerGas()).maxFeePerGas * REPLACEMENT_FEE_CAP;
+      let last = first;
+      let highest = 0n;
+      const until = Date.now() + 7_000; // about six stuck periods
+      while (Date.now() < until) {
+        last = (await recordOf(CAPPED)) ?? last;
+        for (const fee of [last.relay!.maxFeePerGas, last.relay!.maxPriorityFeePerGas])
+          if (BigInt(fee) > highest) highest = BigInt(fee);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(last.txHash).not.toBe(first.txHash); // it was replaced
+      expect(last.relay!.nonce).toBe(first.relay!.nonce);
+      expect(highest).toBeLessThanOrEqual(cap);
+      await rpc.request({ method: "evm_setAutomine" as never, params: [true] as never });
+      await rpc.request({ method: "evm_mine" as never, params: [] as never });
+      const settled = Date.now() + 10_000;
+      while ((await recordOf(CAPPED)) && Date.now() < settled)
+        await new Promise((r) => setTimeout(r, 100));
+      expect((await paidCall(CAPPED, "capped", header)).answer.status).toBe(200);
+      expect(await purchasesOf(CAPPED)).toHaveLength(1);
+      expect(await balanceOf(setup.chains.base, PAY_TO)).toBe(payToBefore + PRICE);
+    } finally {
+      await rpc.request({ method: "evm_setAutomine" as never, params: [true] as never });
     }
   }, 40_000);
 });
