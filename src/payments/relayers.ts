@@ -170,14 +170,30 @@ const gasTooLow = (err: unknown) =>
 
 /** How long a relayer whose sequence has not moved since the chain caught up goes without its nonce being read again. */
 const RECHECK_CAUGHT_UP_MS = 60_000;
+/**
+ * How soon fillers the node refused (a key with no ETH) are tried again: at the next reconciler
+ * look, then twice as long each time, up to the max. A refunded key's payments wait at most that
+ * long, where they used to wait a whole stuck cycle per hole; a dry key costs one filler send
+ * per try (the first refusal for funds ends the try).
+ */
+const FILL_RETRY_FIRST_MS = 1_000;
+const FILL_RETRY_MAX_MS = 4_000;
 
 export class Relayers {
   private turn = Math.floor(Math.random() * 1000);
   private readonly gasByShape = new Map<string, Promise<bigint>>();
   private priorityFee: { value: Promise<bigint>; at: number } | null = null;
   private feesOfBlock: { block: bigint; fees: Fees } | null = null;
-  /** Per relayer: the head nonce seen waiting, and since when (gap detection). */
-  private readonly heads = new Map<Address, { nonce: number; since: number }>();
+  /**
+   * Per relayer: the head nonce seen waiting, since when, and the sequence's next nonce then: the
+   * nonces below it were taken before the chain was seen stuck (gap detection).
+   */
+  private readonly heads = new Map<Address, { nonce: number; since: number; next: number }>();
+  /** Per relayer: nonces known to be holes whose filler the node has not taken yet, and when to try again. */
+  private readonly holes = new Map<
+    Address,
+    { nonces: Set<number>; retryAt: number; delayMs: number }
+  >();
   /** Per relayer: its sequence's next nonce when the chain was last seen to have mined all before it, and when. */
   private readonly caughtUp = new Map<Address, { next: number; at: number }>();
 
@@ -569,12 +585,61 @@ export class Relayers {
     if (given) return;
     void this.fillerFees()
       .then((fees) => this.fill(account, nonce, fees))
-      .catch((fillErr: unknown) =>
+      .catch((fillErr: unknown) => {
         this.log.warn(
           { relayer: account.address, nonce, err: String(fillErr) },
           "could not fill a nonce gap yet; the reconciler retries",
-        ),
-      );
+        );
+        // No payment can hold a nonce whose send the node refused: a known hole, tried again at the next look.
+        this.knownHoles(account.address, [nonce]);
+      });
+  }
+
+  /** Adds `nonces` to `relayer`'s known holes; a relayer with none yet has them tried at the next look. */
+  private knownHoles(relayer: Address, nonces: number[]): void {
+    if (nonces.length === 0) return;
+    const known = this.holes.get(relayer);
+    if (known) for (const n of nonces) known.nonces.add(n);
+    else
+      this.holes.set(relayer, {
+        nonces: new Set(nonces),
+        retryAt: 0,
+        delayMs: FILL_RETRY_FIRST_MS,
+      });
+  }
+
+  /**
+   * Fills `account`'s known holes that the chain has not passed (`mined`), in nonce order, when
+   * their try is due. A nonce the node says is taken holds a transaction already (a filler sent
+   * before, by this process or another): not a hole any more. Any other refusal keeps the hole for
+   * the next try, later each time (FILL_RETRY_*); one for funds ends this try, the rest would be
+   * refused the same.
+   */
+  private async fillKnownHoles(account: LocalAccount, mined: number): Promise<void> {
+    const known = this.holes.get(account.address);
+    if (!known) return;
+    for (const n of known.nonces) if (n < mined) known.nonces.delete(n);
+    if (known.nonces.size > 0 && Date.now() >= known.retryAt) {
+      const fees = await this.fillerFees().catch(() => null);
+      for (const nonce of fees ? [...known.nonces].sort((a, b) => a - b) : []) {
+        const refusal = await this.fill(account, nonce, fees!).then(
+          () => null,
+          (err: unknown) => err,
+        );
+        if (refusal === null || nonceTaken(refusal)) {
+          known.nonces.delete(nonce);
+          continue;
+        }
+        this.log.warn(
+          { relayer: account.address, nonce, err: String(refusal) },
+          "could not fill a nonce gap yet; retrying",
+        );
+        if (relayerRefusal(refusal) === "funds") break;
+      }
+      known.retryAt = Date.now() + known.delayMs;
+      known.delayMs = Math.min(known.delayMs * 2, FILL_RETRY_MAX_MS);
+    }
+    if (known.nonces.size === 0) this.holes.delete(account.address);
   }
 
   /** A filler's fees: above the chain's current ones, and above whatever may be waiting at its nonce unseen, so the node takes it as a replacement. */
@@ -604,11 +669,15 @@ export class Relayers {
 
   /**
    * Gap repair, run by the reconciler: a relayer whose sequence is ahead of the chain while the
-   * chain's count stays at the same nonce for `afterMs` has a hole there (a transaction dropped
-   * by the node, a nonce taken by a process that died before sending). Nonces that a payment
-   * record holds are left to the stuck-transaction replacement, which re-sends that payment's
-   * own transfer; any other is filled with a self-transfer at fees above the current ones.
-   * `heldByPayments` is also told since when the chain has been seen at that nonce.
+   * chain's count stays at the same nonce for `afterMs` has holes (transactions dropped by the
+   * node, nonces taken by a process that died before sending, fillers that failed). Every nonce
+   * from there that was taken before the chain was seen stuck and that no payment record holds
+   * is a hole, filled at once, each at its nonce, with a self-transfer at fees above the current
+   * ones: filled one per stuck cycle, 16 holes held every paid call on the key for ~24 minutes.
+   * Nonces a payment record holds are left to the stuck-transaction replacement, which re-sends
+   * that payment's own transfer. `heldByPayments` is also told since when the chain has been seen
+   * at that nonce. Holes whose filler was refused (a key with no ETH) are tried again promptly
+   * (`fillKnownHoles`), not after another stuck cycle.
    */
   async repairGaps(
     afterMs: number,
@@ -629,18 +698,26 @@ export class Relayers {
       const head = this.heads.get(account.address);
       if (next <= mined) {
         this.heads.delete(account.address);
+        this.holes.delete(account.address);
         this.caughtUp.set(account.address, { next, at: Date.now() });
         continue;
       }
       this.caughtUp.delete(account.address);
       if (!head || head.nonce !== mined) {
-        this.heads.set(account.address, { nonce: mined, since: Date.now() });
-        continue;
+        this.heads.set(account.address, { nonce: mined, since: Date.now(), next });
+      } else if (Date.now() - head.since >= afterMs) {
+        // Only nonces taken before `since`: one taken later may be a live settlement's that no
+        // record names yet, and `heldByPayments` judges settling records by that instant.
+        const holes: number[] = [];
+        for (let nonce = mined; nonce < Math.min(head.next, next); nonce++)
+          if (!heldByPayments(account.address, nonce, head.since)) holes.push(nonce);
+        if (holes.length > 0) {
+          this.knownHoles(account.address, holes);
+          // Fillers sent and still not mined after another `afterMs` are judged again then.
+          Object.assign(head, { since: Date.now(), next });
+        }
       }
-      if (Date.now() - head.since < afterMs || heldByPayments(account.address, mined, head.since))
-        continue;
-      await this.fill(account, mined, await this.fillerFees());
-      head.since = Date.now();
+      await this.fillKnownHoles(account, mined);
     }
   }
 }

@@ -20,7 +20,7 @@ import {
  * receipt timeout.
  */
 const PRICE = 2000n;
-const PAYERS = Array.from({ length: 12 }, (_, i) => randomWallet(41_000 + i));
+const PAYERS = Array.from({ length: 14 }, (_, i) => randomWallet(41_000 + i));
 /** A receipt timeout short enough that a payment stuck behind a hole answers "pending" quickly. */
 const RECEIPT_TIMEOUT_MS = "3000";
 let chains: Awaited<ReturnType<typeof startChains>>;
@@ -156,5 +156,57 @@ describe("a relayer pool with keys the node refuses (no ETH for gas)", () => {
     expect([again.answer.status, again.answer.body.error?.code]).toEqual([200, undefined]);
     expect(await balanceOf(chains.base, PAY_TO)).toBe(before + PRICE);
     expect(await purchases(gw, payer)).toBe(1);
+  }, 60_000);
+});
+
+describe("nonce holes left while a relayer key had no ETH", () => {
+  const relayer = anvilAccount(7).address;
+  /** Long enough for a payment behind the holes to be served once they are filled; short enough that one stuck cycle per hole (receipt timeout + stuck period) is not. */
+  const RECEIPT_MS = 6_000;
+  const STUCK_MS = 1_000;
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({
+      env: {
+        ...chains.env,
+        X402_RELAYER_PRIVATE_KEY: relayerKey(7),
+        X402_RECEIPT_TIMEOUT_MS: String(RECEIPT_MS),
+        X402_STUCK_AFTER_MS: String(STUCK_MS),
+      },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await gw?.stop();
+    await setBalance(relayer, parseEther("10000"));
+  });
+
+  it("are all filled once the key is refunded, and the next paid call is served within seconds", async () => {
+    const before = await balanceOf(chains.base, PAY_TO);
+    expect((await pay(gw, PAYERS[11]!)).answer.status).toBe(200); // the key's sequence exists
+    const sequence = `${chains.base.chainId}:${(await rpc().getBlock({ blockNumber: 0n })).hash.slice(2, 18)}:${relayer.toLowerCase()}`;
+    const mined = await rpc().getTransactionCount({ address: relayer, blockTag: "latest" });
+    await setBalance(relayer, 0n);
+    // Three nonces taken and never sent (processes that died before sending): holes.
+    for (let i = 0; i < 3; i++) await gw.services.store.takeRelayerNonce(sequence, null);
+    // Judged holes (a stuck cycle), their fillers refused: the key has no ETH.
+    await new Promise((r) => setTimeout(r, RECEIPT_MS + STUCK_MS + 2_500));
+    expect(await rpc().getTransactionCount({ address: relayer, blockTag: "pending" })).toBe(mined);
+    await setBalance(relayer, parseEther("10000"));
+    const started = Date.now();
+    const { answer } = await pay(gw, PAYERS[12]!);
+    expect([answer.status, answer.body.error?.code]).toEqual([200, undefined]);
+    expect(Date.now() - started).toBeLessThan(RECEIPT_MS);
+    // Every hole holds a filler, and nothing waits behind one.
+    expect(await rpc().getTransactionCount({ address: relayer, blockTag: "latest" })).toBe(
+      mined + 4,
+    );
+    expect(await rpc().getTransactionCount({ address: relayer, blockTag: "pending" })).toBe(
+      mined + 4,
+    );
+    const next = await pay(gw, PAYERS[13]!);
+    expect([next.answer.status, next.answer.body.error?.code]).toEqual([200, undefined]);
+    // The books: one credit per payment, and exactly that much reached payTo.
+    for (const p of PAYERS.slice(11, 14)) expect(await purchases(gw, p)).toBe(1);
+    expect(await balanceOf(chains.base, PAY_TO)).toBe(before + 3n * PRICE);
   }, 60_000);
 });
