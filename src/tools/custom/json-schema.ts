@@ -86,29 +86,41 @@ const UNKNOWN_FORMAT = /^unknown format "(.*)" ignored in schema at path "(.*)"$
 const CACHED_SCHEMA_BYTES = 4 * 1024 * 1024;
 
 /**
+ * An Ajv instance as the compiler uses it. Its logger keeps Ajv's warnings in `warnings`: by
+ * default it writes to the console, lines of someone else's text (a format's name, compiled code)
+ * on the gateway's stderr, outside its log; an unknown format refuses the schema instead.
+ * `validateSchema: false` for an instance that compiles a schema already checked against the
+ * meta-schema.
+ */
+function newAjv(warnings: string[], validateSchema: boolean): Ajv2020 {
+  return withFormats(
+    new Ajv2020({
+      strict: false,
+      allErrors: false,
+      validateSchema,
+      code: { regExp: re2 },
+      logger: {
+        log: () => {},
+        warn: (...args) => warnings.push(args.join(" ")),
+        error: () => {},
+      },
+    }),
+  );
+}
+
+/**
  * Compiles schemas once per content (a registered tool is called many times; its schema rarely
  * changes), keeping the validators of the schemas used most recently, up to `maxCachedBytes` of
  * their JSON.
  */
 export class SchemaCompiler {
   /**
-   * What Ajv warned of while compiling the current schema. Its logger writes to the console by
-   * default: lines of someone else's text (a format's name, compiled code) on the gateway's stderr,
-   * outside its log. They are kept here instead, and an unknown format refuses the schema.
+   * Checks each schema against the draft 2020-12 meta-schema before it is compiled. It only ever
+   * validates (the meta-schema, compiled once, is all it holds), so it stays the same size however
+   * many schemas it checks; compiling the meta-schema in every schema's own instance would cost
+   * ~8 ms a schema.
    */
-  private warnings: string[] = [];
-  private readonly ajv = withFormats(
-    new Ajv2020({
-      strict: false,
-      allErrors: false,
-      code: { regExp: re2 },
-      logger: {
-        log: () => {},
-        warn: (...args) => this.warnings.push(args.join(" ")),
-        error: () => {},
-      },
-    }),
-  );
+  private readonly metaSchema = newAjv([], true);
   /** Validators by their schema's hash, least recently used first, with their schema's size. */
   private readonly cache = new Map<string, { validate: ValidateFunction; bytes: number }>();
   private cachedBytes = 0;
@@ -146,8 +158,8 @@ export class SchemaCompiler {
       return cached.validate;
     }
     let validate: ValidateFunction;
-    // `$id`s would be registered in the shared Ajv instance and collide across accounts: compiled
-    // without them, and dropped from Ajv's own cache at once (this cache holds the validator).
+    // Compiled without `$id`s, as they always were (they collided across accounts when every
+    // schema shared one Ajv instance): a stored tool's schema means what it meant when registered.
     const own = withoutIds(schema as Record<string, unknown>);
     // Ajv validates in the event loop, without a time limit: what one input may cost is bounded
     // here, once, rather than found out on a call (schema-cost.ts). Before compiling, which can
@@ -160,20 +172,23 @@ export class SchemaCompiler {
         throw new SchemaError(`costs too much to check: ${err.message}`);
       throw err;
     }
-    this.warnings = [];
+    // Each schema in an Ajv instance of its own, dropped with its validator: an instance keeps
+    // what it compiled (the schema, the validator's environment) in its scope for as long as it
+    // lives, removeSchema or not, so one shared instance grew by 5–16 KB with every distinct schema.
+    const warnings: string[] = [];
+    const ajv = newAjv(warnings, false);
     try {
-      validate = this.ajv.compile(own);
+      this.metaSchema.validateSchema(own, true);
+      validate = ajv.compile(own);
     } catch (err) {
       throw new SchemaError(`is not a valid JSON Schema: ${(err as Error).message}`);
-    } finally {
-      this.ajv.removeSchema(own);
     }
     // Ajv (strict: false, which lets `x-…`, `example` and the like through) skips a `format` it does
     // not know with a warning: a schema's author expects the format checked, and it never would be.
-    const unknownFormat = this.warnings.map((w) => UNKNOWN_FORMAT.exec(w)).find(Boolean);
+    const unknownFormat = warnings.map((w) => UNKNOWN_FORMAT.exec(w)).find(Boolean);
     if (unknownFormat)
       throw new SchemaError(
-        `uses the unknown format ${JSON.stringify(unknownFormat[1]!.slice(0, 100))} at ${JSON.stringify(unknownFormat[2]!.slice(0, 200))}; known formats: ${Object.keys(this.ajv.formats).join(", ")}`,
+        `uses the unknown format ${JSON.stringify(unknownFormat[1]!.slice(0, 100))} at ${JSON.stringify(unknownFormat[2]!.slice(0, 200))}; known formats: ${Object.keys(ajv.formats).join(", ")}`,
       );
     // A `$ref` cycle that consumes nothing (`{"$ref": "#"}`) compiles, then recurses until the
     // stack overflows on every value: refused here, as far as plain values show it.
