@@ -158,4 +158,40 @@ describe("the in-memory store", () => {
     } while (cursor);
     expect(reasons).toEqual(["later still", "after the step", "before the step", "test"]);
   });
+  it("forgets a rate-limit bucket once its window is over, as Redis expires it: a day of distinct client addresses holds nothing an hour later", async () => {
+    const { clock, store } = await storeOnClock("free", 0);
+    const MINUTE = 60_000;
+    const bucket = (i: number) => `endpoint:anonymous:ip:203.0.${i >> 8}.${i & 255}`;
+    await store.hitRateLimit("warm-up", 10, MINUTE, "m");
+    const before = heapUsed();
+    // Each address once (every other one's hit then given back, as a refused sign-up's is).
+    for (let i = 0; i < 30_000; i++) {
+      await store.hitRateLimit(bucket(i), 600, MINUTE, `m${i}`);
+      if (i % 2) await store.releaseRateLimit(bucket(i), `m${i}`);
+    }
+    const held = heapUsed() - before;
+    clock.now += 3600_000;
+    await store.hitRateLimit("another address", 600, MINUTE, "x");
+    const left = heapUsed() - before;
+    // Measured here: 30,000 buckets held 7.6 MB, all of it still there an hour later; now 40 KB is.
+    expect(held).toBeGreaterThan(2_000_000);
+    expect(left).toBeLessThan(held / 10);
+
+    // The limits themselves as before: full within the window, empty after it.
+    for (let i = 0; i < 3; i++)
+      expect((await store.hitRateLimit("one address", 3, MINUTE, `h${i}`)).allowed).toBe(true);
+    expect(await store.hitRateLimit("one address", 3, MINUTE, "h3")).toMatchObject({
+      allowed: false,
+      remaining: 0,
+    });
+    clock.now += MINUTE - 1;
+    expect((await store.hitRateLimit("one address", 3, MINUTE, "h4")).allowed).toBe(false);
+    clock.now += 1;
+    expect(await store.hitRateLimit("one address", 3, MINUTE, "h5")).toMatchObject({
+      allowed: true,
+      remaining: 2,
+      resetMs: MINUTE,
+    });
+    await store.close();
+  }, 60_000);
 });

@@ -1,9 +1,17 @@
 /** Rate limits that are not an account's own admission, in memory: a sliding-window log per bucket. */
+import { ExpiringMap } from "../../lib/expiring-map.js";
 import type { MemoryState } from "../memory-state.js";
 import type { RateLimiter } from "./index.js";
 
+type Hit = { at: number; member: string };
+
 export function memoryRateLimits(state: MemoryState): RateLimiter {
-  const buckets = new Map<string, { at: number; member: string }[]>();
+  /**
+   * Each bucket's log, lapsing once its newest hit has left the window, as the Redis key does
+   * (PEXPIRE window on each hit): a bucket per client address, kept for good, grew with every
+   * address ever seen.
+   */
+  const buckets = new ExpiringMap<string, Hit[]>(state.now);
   function slide(log: { at: number }[], limit: number, windowMs: number, count = 1) {
     const now = state.now();
     while (log.length > 0 && log[0]!.at <= now - windowMs) log.shift();
@@ -20,12 +28,13 @@ export function memoryRateLimits(state: MemoryState): RateLimiter {
   return {
     async hitRateLimit(bucket: string, limit: number, windowMs: number, member: string, count = 1) {
       const log = buckets.get(bucket) ?? [];
-      buckets.set(bucket, log);
       const window = slide(log, limit, windowMs, count);
       // As the Redis script names them: the member, then `member#2`… for the rest of a batch.
       if (window.allowed)
         for (let i = 1; i <= count; i++)
           log.push({ at: window.now, member: i === 1 ? member : `${member}#${i}` });
+      if (log.length) buckets.set(bucket, log, log[log.length - 1]!.at + windowMs);
+      else buckets.delete(bucket);
       return {
         allowed: window.allowed,
         limit,
@@ -36,11 +45,13 @@ export function memoryRateLimits(state: MemoryState): RateLimiter {
 
     async releaseRateLimit(bucket: string, member: string) {
       const log = buckets.get(bucket);
-      if (log)
-        buckets.set(
-          bucket,
-          log.filter((hit) => hit.member !== member),
-        );
+      if (!log) return;
+      // In place, so the bucket keeps its lapse time (the window is not known here).
+      let kept = 0;
+      for (const hit of log) if (hit.member !== member) log[kept++] = hit;
+      log.length = kept;
+      // As Redis deletes a sorted set whose last member is removed.
+      if (!kept) buckets.delete(bucket);
     },
   };
 }
