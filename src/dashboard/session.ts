@@ -168,7 +168,7 @@ async function liveSession(
   // taken back) nor set up anew, though its settings may change.
   const withdrawn =
     (session.keyId && !(key && couldOpenSession(key))) ||
-    (session.via === "sso" && sso?.createdAt !== ssoConnectionOf(session, sso));
+    (session.via === "sso" && (!sso || sso.createdAt !== ssoConnectionOf(session, sso)));
   if (withdrawn) {
     await services.store.endSession(session.accountId, session.id);
     return null;
@@ -180,14 +180,15 @@ async function liveSession(
  * The connection a single sign-on session was opened under. A session opened by a release before
  * sessions recorded it (no `ssoConnectionAt`; a rolling upgrade serves those beside new ones) was
  * opened under the connection that was the account's then: the current one if that was set up
- * before the session opened, else one since removed.
+ * before the session opened, else one since removed. (With no connection left, every single
+ * sign-on session has ended.)
  */
 function ssoConnectionOf(
   session: SessionRecord,
-  current: { createdAt: number } | null,
+  current: { createdAt: number },
 ): number | undefined {
   if (session.ssoConnectionAt !== undefined) return session.ssoConnectionAt;
-  return current && current.createdAt <= session.createdAt ? current.createdAt : undefined;
+  return current.createdAt <= session.createdAt ? current.createdAt : undefined;
 }
 
 /** Whether a key could open a session now: not revoked (past any rotation grace), no controls. */

@@ -219,31 +219,38 @@ describe("single sign-on with OpenID Connect", () => {
     expect(await works(after)).toBe(401);
   });
 
-  it("keeps a session an earlier release opened by single sign-on (no connection recorded) while its connection is the account's", async () => {
-    const { key, domain } = await businessWithSso();
-    const attempt = await start(`ana@${domain}`);
-    const { session } = await callback(
-      await idp.completeSignIn(attempt.location, `ana@${domain}`),
-      attempt.cookie,
-    );
-    // The record as releases before sessions named their connection wrote it (a rolling upgrade
-    // serves those beside this one's).
-    const accountId = session!.slice(session!.indexOf("=") + 1, session!.indexOf("."));
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${gw.prefix}{${accountId}}:session:*`);
-    expect(keys).toHaveLength(1);
-    expect(await redis.hdel(keys[0]!, "sso_at")).toBe(1);
-    await redis.quit();
-    const works = async () =>
-      (await call(`${gw.url}/dashboard/api/v1/account`, { headers: { cookie: session! } })).status;
-    expect(await works()).toBe(200);
-    // Its connection removed and set up anew: it ends, as a session that names its connection does.
-    expect((await call(`${gw.url}/api/v1/account/sso`, { method: "DELETE", key })).status).toBe(
-      200,
-    );
-    expect((await putSso(gw.url, key, idp.settings([domain]))).status).toBe(200);
-    expect(await works()).toBe(401);
-  });
+  it.each([
+    ["removed and set up anew", true],
+    ["turned off", false],
+  ])(
+    "keeps a session an earlier release opened by single sign-on (no connection recorded) while its connection is the account's; ends it once the connection is %s",
+    async (_, again) => {
+      const { key, domain } = await businessWithSso();
+      const attempt = await start(`ana@${domain}`);
+      const { session } = await callback(
+        await idp.completeSignIn(attempt.location, `ana@${domain}`),
+        attempt.cookie,
+      );
+      // The record as releases before sessions named their connection wrote it (a rolling upgrade
+      // serves those beside this one's).
+      const accountId = session!.slice(session!.indexOf("=") + 1, session!.indexOf("."));
+      const redis = new Redis(REDIS_URL);
+      const keys = await redis.keys(`${gw.prefix}{${accountId}}:session:*`);
+      expect(keys).toHaveLength(1);
+      expect(await redis.hdel(keys[0]!, "sso_at")).toBe(1);
+      await redis.quit();
+      const works = async () =>
+        (await call(`${gw.url}/dashboard/api/v1/account`, { headers: { cookie: session! } }))
+          .status;
+      expect(await works()).toBe(200);
+      // It ends as a session that names its connection does.
+      expect((await call(`${gw.url}/api/v1/account/sso`, { method: "DELETE", key })).status).toBe(
+        200,
+      );
+      if (again) expect((await putSso(gw.url, key, idp.settings([domain]))).status).toBe(200);
+      expect(await works()).toBe(401);
+    },
+  );
 
   it("refuses a sign-in whose connection was removed and set up anew while the provider redeemed its code", async () => {
     const { key, domain } = await businessWithSso();
