@@ -24,13 +24,22 @@ const smaller = (a: bigint, b: bigint) => (a < b ? a : b);
 /**
  * The fees of a replacement for a transaction sent at `sent` while the chain asks `current`: a
  * minimum bump from whichever is higher, the max fee never above REPLACEMENT_FEE_CAP × the current
- * one (the tip within the max fee, so what is paid per gas is bounded too). null when the cap
- * leaves no room for the rise a node requires: the transaction stays at the fees it has.
+ * one (the tip within the max fee, so what is paid per gas is bounded too), unless only a tip
+ * behind the chain's keeps it waiting. null when the cap leaves no room for the rise a node
+ * requires: the transaction stays at the fees it has.
  */
 export function replacementFees(sent: Fees, current: Fees): Fees | null {
+  // Sent when the base fee was higher, a transaction may hold a max fee above the cap and still
+  // wait behind a tip the chain has outgrown: its max fee then rises the least a node takes, as a
+  // replacement must. What it pays per gas is the base fee plus the tip, bounded by the chain's.
+  const tipBehind = sent.maxPriorityFeePerGas < current.maxPriorityFeePerGas;
+  const cap = current.maxFeePerGas * REPLACEMENT_FEE_CAP;
+  const ceiling = tipBehind
+    ? larger(cap, perMilleUp(sent.maxFeePerGas, NODE_MINIMUM_PER_MILLE))
+    : cap;
   const maxFeePerGas = smaller(
     perMilleUp(larger(sent.maxFeePerGas, current.maxFeePerGas), BUMP_PER_MILLE),
-    current.maxFeePerGas * REPLACEMENT_FEE_CAP,
+    ceiling,
   );
   const maxPriorityFeePerGas = smaller(
     perMilleUp(larger(sent.maxPriorityFeePerGas, current.maxPriorityFeePerGas), BUMP_PER_MILLE),

@@ -33,4 +33,14 @@ describe("a stuck transaction's replacement fees", () => {
   it("are none when the cap leaves no room for the 10% a node requires (the transaction is sent again unchanged)", () => {
     expect(replacementFees(fees(29, 1), fees(10, 1))).toBeNull();
   });
+
+  it("raise a tip the chain has outgrown even when the old max fee (a higher base fee's) is above the cap, by the least a node takes", () => {
+    expect(replacementFees(fees(100, 0), fees(30, 2))).toEqual({
+      maxFeePerGas: gwei(110),
+      maxPriorityFeePerGas: 2_250_000_000n,
+    });
+    // Raised once, its tip is the chain's: stuck again, it is sent again unchanged, not raised.
+    const raised = { maxFeePerGas: gwei(110), maxPriorityFeePerGas: 2_250_000_000n };
+    expect(replacementFees(raised, fees(30, 2))).toBeNull();
+  });
 });
