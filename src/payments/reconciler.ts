@@ -368,9 +368,11 @@ async function reconcile(
     nonce,
   });
   // The token uses an authorization once: the transaction that used it did not pay us, so nothing
-  // ever can. Only a use found by its log is that proof; our own transaction without the transfer
-  // (its log not found yet) says nothing of another that may have paid.
-  if (!paid && usedBy) return releaseUnpaid(services, payments, record, usedBy);
+  // ever can. Only another's use found by its log is that proof: our own transaction without the
+  // transfer (its log not found yet, or a transfer this record does not describe) is an error to
+  // look into, kept pending, never quietly closed.
+  const ours = clients.relayers.some((relayer) => sameBytes(relayer.address, receipt.from));
+  if (!paid && usedBy && !ours) return releaseUnpaid(services, payments, record, usedBy);
   if (!paid) {
     services.log.error(
       { payment: record.id, tx: txHash },

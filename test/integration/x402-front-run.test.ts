@@ -234,3 +234,52 @@ it.each([
   },
   60_000,
 );
+
+it("keeps pending, never releases, a payment whose own settlement used the authorization but paid what its record does not describe", async () => {
+  // A gateway that answers 503 pending a second after sending, so the reconciler finishes the payment.
+  const quick = await startGateway({
+    env: {
+      ...chains.env,
+      X402_BATCH_WINDOW_MS: "0",
+      X402_RECONCILE_INTERVAL_MS: "250",
+      X402_RECEIPT_TIMEOUT_MS: "1000",
+    },
+  });
+  try {
+    const payer = await fundedWallet(chains.base, 44_000);
+    const payload = await signAuthorization({ account: payer, chain: chains.base, value: 2000n });
+    await node("evm_setAutomine", [false]);
+    const answer = await call(`${quick.url}/v1/tools/hash`, {
+      method: "POST",
+      body: { text: "x" },
+      headers: { "x-payment": v1Header("base-sepolia", payload) },
+    });
+    expect(answer.status).toBe(503);
+    const open = async () =>
+      (await quick.services.store.openPayments()).filter((p) =>
+        isAddressEqual(p.payer as Hex, payer.address),
+      );
+    const [record] = await open();
+    // The record names another pay-to than the transfer our own transaction makes (an older
+    // record, a configuration changed under it): an error to look into, not a payer's doing.
+    await quick.services.store.savePayment({
+      ...record!,
+      payTo: "0x000000000000000000000000000000000000dEaD",
+    });
+    await node("evm_mine");
+    await node("evm_setAutomine", [true]);
+    await new Promise((r) => setTimeout(r, 2000)); // eight reconciler passes
+    expect(await open()).toHaveLength(1);
+    // Told what it pays, the reconciler credits it once.
+    await quick.services.store.savePayment({ ...record!, payTo: PAY_TO });
+    for (let waited = 0; waited < 10_000 && (await open()).length > 0; waited += 250)
+      await new Promise((r) => setTimeout(r, 250));
+    expect(await open()).toEqual([]);
+    expect((await quick.services.store.getAccount(walletAccountId(payer.address)))?.balance).toBe(
+      1,
+    );
+  } finally {
+    await node("evm_setAutomine", [true]);
+    await quick.stop();
+  }
+}, 60_000);
