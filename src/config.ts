@@ -86,7 +86,18 @@ const httpUrl = (name: string, part: "base" | "origin") =>
       part === "base"
         ? `${name} must not hold user:password@, a query (?) or a fragment (#): every link and document URL is built on it`
         : `${name} must be the workers' origin only (http://host:port): no user:password@, path, query or fragment`,
+    )
+    .refine(
+      (value) => part === "origin" || !isHttpUrl(value) || PLAIN_PATH.test(new URL(value).pathname),
+      `${name}'s path may hold only letters, digits, -._~ and %-escapes between single slashes: every page's links, forms and redirects start with it`,
     );
+
+/**
+ * A base URL's path as pages put it before their addresses, into HTML attributes, scripts and
+ * Location headers: only characters that mean the same in each (RFC 3986's unreserved and
+ * %-escapes), no empty or dot segments.
+ */
+const PLAIN_PATH = /^(?:\/(?!\.\.?(?:\/|$))(?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+)*\/?$/;
 
 /**
  * A comma-separated list setting: its empty entries (`a.example, ,b.example,`) are ignored, as the
@@ -526,6 +537,16 @@ const poolUrls = (e: z.infer<typeof envSchema>) => ({
   heavy: e.WORKER_POOL_HEAVY_URL ?? e.WORKERS_URL,
 });
 
+/**
+ * PUBLIC_BASE_URL as links are built on it (origin and path, no trailing slash) and its path alone
+ * (`basePath`, "" at the root), both from one parse, so they never disagree.
+ */
+function publicBase(value: string): { publicBaseUrl: string; basePath: string } {
+  const url = new URL(value);
+  const basePath = url.pathname.replace(/\/$/, "");
+  return { publicBaseUrl: `${url.origin}${basePath}`, basePath };
+}
+
 export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {
   const env = withoutBlankValues(given, EMPTY_IS_A_VALUE);
   const parsed = envSchema.safeParse(env);
@@ -619,8 +640,7 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {
     env: e.NODE_ENV,
     host: e.HOST,
     port: e.PORT,
-    publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
-    basePath: new URL(e.PUBLIC_BASE_URL ?? "http://localhost").pathname.replace(/\/$/, ""),
+    ...publicBase(e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`),
     logLevel: e.LOG_LEVEL,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,

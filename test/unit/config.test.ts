@@ -185,6 +185,22 @@ describe("a URL or list setting other URLs are built from", () => {
     );
     expect(loadConfig({ PUBLIC_BASE_URL: "https://gw.example.com/" }).basePath).toBe("");
     expect(loadConfig({}).basePath).toBe("");
+    // Both from one parse: the links built on the URL and the pages' addresses agree.
+    expect(loadConfig({ PUBLIC_BASE_URL: "https://GW.example.com/tool%20gate" })).toMatchObject({
+      publicBaseUrl: "https://gw.example.com/tool%20gate",
+      basePath: "/tool%20gate",
+    });
+    // A path goes before every address in HTML attributes, scripts and Location headers: only
+    // characters that mean the same in each, no empty segments.
+    for (const value of [
+      "https://gw.example.com/a&lt/",
+      "https://gw.example.com/it's",
+      "https://gw.example.com/a//b",
+      "https://gw.example.com/a;b",
+    ])
+      expect(problemsOf({ PUBLIC_BASE_URL: value }), value).toEqual([
+        "PUBLIC_BASE_URL: PUBLIC_BASE_URL's path may hold only letters, digits, -._~ and %-escapes between single slashes: every page's links, forms and redirects start with it",
+      ]);
   });
 
   it("refuses anything but an origin in a worker pool's URL: calls go to its origin, whatever else it holds", () => {
