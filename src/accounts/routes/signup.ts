@@ -9,6 +9,7 @@ import {
 import { countedAddress } from "../../http/client-address.js";
 import { ApiError } from "../../http/errors.js";
 import { defineRoute } from "../../http/route.js";
+import { boundedEmail } from "../../lib/bounded-formats.js";
 import { newAccountId } from "../../lib/ids.js";
 import { createAccount } from "../accounts.js";
 import { accountView, accountViewSchema, keyView, keyViewSchema } from "../views.js";
@@ -47,7 +48,7 @@ export const signup = defineRoute({
     // refused as "Invalid email address"); a preprocess keeps the published schema the address's.
     email: z.preprocess(
       (v) => (typeof v === "string" ? v.trim() : v),
-      z.email().max(254).refine(deliverable, {
+      boundedEmail(254).refine(deliverable, {
         error:
           "An e-mail address has at most 64 characters before the @ and 63 in each part of its domain: no mail reaches a longer one.",
       }),

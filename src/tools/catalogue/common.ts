@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { boundedUrl } from "../../lib/bounded-formats.js";
 import { MAX_TEXT_CHARS } from "./limits.js";
 
 /** Schema pieces several tool definitions share. */
@@ -28,11 +29,11 @@ export const fileOutput = (what: string) => ({
 });
 
 /** A public web address for the web tools (http or https; private addresses are refused). */
-export const webUrl = z
-  .url({ protocol: /^https?$/, error: "Expected an absolute http:// or https:// URL" })
-  .max(2048)
-  .describe(
-    "An http(s) address on the public internet; private and loopback addresses are refused.",
-  );
+export const webUrl = boundedUrl(2048, {
+  protocol: /^https?$/,
+  error: "Expected an absolute http:// or https:// URL",
+}).describe(
+  "An http(s) address on the public internet; private and loopback addresses are refused.",
+);
 
 export const text = (max: number, what = "The text.") => z.string().min(1).max(max).describe(what);

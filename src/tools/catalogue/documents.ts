@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { boundedUrl } from "../../lib/bounded-formats.js";
 import { defineTool } from "../definition.js";
 import { base64File, fileOutput } from "./common.js";
 import { DOCX, PDF, XLSX } from "./examples.js";
@@ -57,7 +58,7 @@ export const readabilityExtract = defineTool({
   input: z
     .strictObject({
       html: html.describe("The page's HTML."),
-      url: z.url().optional().describe("The page's address, to resolve relative links."),
+      url: boundedUrl(2048).optional().describe("The page's address, to resolve relative links."),
     })
     .meta({
       examples: [
