@@ -1,9 +1,14 @@
 import type { Ajv } from "ajv";
 import addFormats from "ajv-formats";
+import { urlFormat } from "./url-format.js";
 
-/** Callers' schemas use `format` (email, uri, date-time…) and expect it checked, not ignored. */
+/**
+ * Callers' schemas use `format` (email, uri, date-time…) and expect it checked, not ignored.
+ * `url` is replaced: ajv-formats' expression backtracks polynomially (url-format.ts).
+ */
 export function withFormats<T extends Ajv>(ajv: T): T {
   addFormats.default(ajv);
+  ajv.addFormat("url", urlFormat);
   return ajv;
 }
 
