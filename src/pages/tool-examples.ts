@@ -46,6 +46,7 @@ const LIGHT_IN_HEAVY_POOL = new Set([
   "text-diff",
   "qr-code",
   "barcode-generate",
+  "image-metadata",
 ]);
 
 /** The tools whose worked example is run for the page (found when the page is first built, not at start-up). */

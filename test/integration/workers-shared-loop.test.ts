@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeLlm } from "../helpers/fake-providers.js";
 import { type GatewayProcess, spawnService } from "../helpers/gateway.js";
@@ -264,6 +265,42 @@ describe("date-parse", () => {
     const answers = await Promise.all(running);
     expect(answers.map((a) => [a.status, a.body.dates?.length ?? a.body.error?.message])).toEqual(
       Array(6).fill([200, 6000]),
+    );
+  }, 60_000);
+});
+
+describe("image-metadata", () => {
+  it("an image's XMP text is read off the shared loop: the workers answer /healthz before any of four images with 64 KB of unclosed XMP tags (exifr scans to the end for each tag: ~0.25 s a call, one call after another on the loop)", async () => {
+    // A JPEG whose one XMP segment is as large as a segment can be: under the 64 KB the tool reads.
+    const jpeg = await sharp({
+      create: { width: 8, height: 8, channels: 3, background: "#fff" },
+    })
+      .jpeg()
+      .toBuffer();
+    const head = Buffer.from("http://ns.adobe.com/xap/1.0/\0<x:xmpmeta><rdf:RDF><rdf:Description>");
+    const payload = Buffer.concat([
+      head,
+      Buffer.from("<a:b>".repeat(Math.floor((65_533 - head.length) / 5))),
+    ]);
+    const segment = Buffer.alloc(4);
+    segment.set([0xff, 0xe1]);
+    segment.writeUInt16BE(payload.length + 2, 2);
+    const image = Buffer.concat([jpeg.subarray(0, 2), segment, payload, jpeg.subarray(2)]);
+    const answered: string[] = [];
+    const running = Array.from({ length: 4 }, () =>
+      tool("image-metadata", { image: image.toString("base64") }).finally(() =>
+        answered.push("image-metadata"),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    const health = await fetch(`${workers.url}/healthz`);
+    answered.push("healthz");
+    expect(health.status).toBe(200);
+    const answers = await Promise.all(running);
+    // On the loop, /healthz waited for at least the call under way when it arrived.
+    expect(answered[0]).toBe("healthz");
+    expect(answers.map((a) => [a.status, a.body.format, a.body.width])).toEqual(
+      Array(4).fill([200, "jpeg", 8]),
     );
   }, 60_000);
 });

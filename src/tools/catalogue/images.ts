@@ -138,7 +138,8 @@ export const imageMetadata = defineTool({
   cost: 1,
   category: "images",
   tags: ["exif", "gps", "camera", "dimensions", "metadata", "xmp"],
-  pool: "general",
+  // exifr's XMP reading is quadratic in unclosed tags: 64 KB of them held the shared loop ~0.25 s.
+  pool: "heavy",
   timeoutMs: 15_000,
   input: z.strictObject({ image }).meta({ examples: [{ image: PHOTO_JPEG }] }),
   output: z.object({

@@ -9,7 +9,10 @@ import { WorkerError } from "../errors.js";
 import { decodeBase64, MAX_INPUT_PIXELS } from "./files.js";
 import { implement } from "./implementation.js";
 
-/** Image tools light enough for the general pool (no pixel decoding). */
+/**
+ * Image tools without pixel decoding. They run in the heavy pool all the same (tools/heavy.ts):
+ * a barcode's drawing and an image's XMP text can each hold a thread for a while.
+ */
 
 export const barcodeGenerate = implement(barcodeGenerateTool, {
   async run(input) {
@@ -80,8 +83,8 @@ export const imageMetadata = implement(imageMetadataTool, {
         tiff: true,
         exif: true,
         gps: true,
-        // exifr's XMP reading is quadratic in unclosed tags, on the workers' shared event loop
-        // (700 KB held every call 27 s): an XMP packet larger than a JPEG can carry is not read.
+        // exifr's XMP reading is quadratic in unclosed tags (700 KB took 27 s, past the tool's
+        // deadline; 64 KB ~0.25 s, in a heavy process): a packet larger than a JPEG can carry is not read.
         xmp: (meta.xmp?.length ?? 0) <= MAX_XMP_BYTES,
         iptc: true,
         translateValues: true,

@@ -3,7 +3,6 @@ import * as ai from "./ai.js";
 import * as data from "./data.js";
 import * as geo from "./geo.js";
 import { HEAVY_PROXIES } from "./heavy-proxies.js";
-import * as images from "./images.js";
 import type { ToolImplementation } from "./implementation.js";
 import * as security from "./security.js";
 import * as units from "./units.js";
@@ -17,15 +16,15 @@ const isImplementation = (value: unknown): value is ToolImplementation =>
 /**
  * Every implementation the modules of this folder export (the heavy tools as proxies onto the
  * heavy pool): the catalogue (tools/catalogue/index.ts) is the one list of tools, so this one is
- * gathered, not written again, and checked against it below. documents.ts and code.ts are left
- * out: every tool of theirs runs in the heavy pool, whose threads load them on a first call
+ * gathered, not written again, and checked against it below. documents.ts, code.ts and images.ts
+ * are left out: every tool of theirs runs in the heavy pool, whose threads load them on a first call
  * (tools/heavy.ts); loading their packages here (ExcelJS, pdf-lib, linkedom, Prettier…) took
  * half a second of every start for nothing. A tool of theirs moved out of the heavy pool fails
  * the check below at start-up until its module is listed here.
  */
 const implementations = [
   // A heavy tool's implementation runs only in the heavy pool's threads (tools/heavy.ts): here it is its proxy.
-  ...[ai, web, images, data, utilities, units, security, geo].flatMap((module) =>
+  ...[ai, web, data, utilities, units, security, geo].flatMap((module) =>
     Object.values(module).filter(
       (value) => isImplementation(value) && value.definition.pool !== "heavy",
     ),
