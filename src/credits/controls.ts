@@ -69,7 +69,8 @@ export interface WindowSpend {
  * A budgeted key's spend today and this month, both kept whatever its budget's period: a budget
  * whose period changes (day to month, or back) counts what the key already spent in the new
  * period's window. The Redis store keeps it as "<day start>:<credits>:<month start>:<credits>"
- * (prelude.lua, key_spend).
+ * in a field of its own, beside the budget's own window that every release reads (prelude.lua,
+ * key_spend).
  */
 export interface KeySpend {
   day: WindowSpend;

@@ -86,7 +86,7 @@ const KEY_COUNTS = {
   "session-touch": 2,
   "set-workers": 1,
   "relayer-nonce": 1,
-  "key-update": 2,
+  "key-update": 3,
   "spend-alert": 1,
   "outbox-ack": 2,
   "open-charge-close": 1,

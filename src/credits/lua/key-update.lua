@@ -1,5 +1,6 @@
--- KEYS: key list (key id -> JSON), the key's record
--- ARGV: key id, changes (JSON object of KeyRecord fields), keep one active (1/0)
+-- KEYS: key list (key id -> JSON), the key's record, the account's key spend
+-- ARGV: key id, changes (JSON object of KeyRecord fields), keep one active (1/0),
+--       control day ms, control month ms (0: calendar)
 -- A key's name and account controls change in one step: the listing's copy and the record the
 -- admission script reads never disagree. The record's control fields are computed here from the
 -- listing's copy as changed, not by the caller from the copy it read before: two updates racing,
@@ -25,4 +26,12 @@ redis.call('HSET', KEYS[2],
   'tools', tools,
   'budget', set(key.budget) and string.format('%d', key.budget.credits) or '0',
   'budget_period', set(key.budget) and key.budget.period or '')
+-- A budget's spend field moves to the window of the budget's period as set now (prelude.lua,
+-- key_spend): releases before 3381aea read that field in their budget's window only, so after a
+-- change of period they would count 0 and write over what the key spent.
+if set(key.budget) and redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then
+  local period = key.budget.period
+  save_key_spend(KEYS[3], ARGV[1], period,
+    key_spend(KEYS[3], ARGV[1], period, now_ms(), tonumber(ARGV[4]), tonumber(ARGV[5])))
+end
 return cjson.encode({ status = 'updated' })

@@ -229,40 +229,104 @@ local function iso_ms(ms)
     math.floor(rest / 60000) % 60, math.floor(rest / 1000) % 60, rest % 1000)
 end
 
--- A budgeted key's spend lives in the account's key-spend hash: key id ->
--- "<day start>:<credits>:<month start>:<credits>", what it spent today and this month whatever its
--- budget's period, so a budget whose period changes counts what the key already spent in the new
--- period's window (controls.ts, KeySpend). A record of the older "<window start>:<credits>" (the
--- window of the period the budget had then, not known now) counts in each current window it began in.
-local function parse_key_spend(raw)
+-- A budgeted key's spend lives in the account's key-spend hash, in two fields:
+-- * key id -> "<window start>:<credits>", the window of the budget's period: the record every
+--   release enforces the budget by. Releases before 3381aea read and write only this form, so it
+--   keeps it (3381aea's "<day start>:<credits>:<month start>:<credits>" there made them read 0 and
+--   write back one window, which new code then read as the month's: budgets passed in a mixed fleet).
+--   The one release with 3381aea in it writes that four-part form here still; it is read too.
+-- * "<key id>:periods" -> "<day start>:<credits>:<month start>:<credits>", written by this code
+--   only: what the key spent today and this month whatever its budget's period, so a budget whose
+--   period changes counts what the key already spent in the new period's window (controls.ts,
+--   KeySpend). Key ids have no ':' and a hold is "hold:...", so the field names cannot meet.
+local function key_periods_field(key_id) return key_id .. ':periods' end
+
+-- A record's windows: { { start, credits } } for "<start>:<credits>", two for the four-part form.
+local function parse_windows(raw)
   if not raw then return nil end
-  local day_start, day, month_start, month = string.match(raw, '^(%d+):(%d+):(%d+):(%d+)$')
-  if not day_start then
-    day_start, day = string.match(raw, '^(%d+):(%d+)$')
-    month_start, month = day_start, day
+  local a, b, c, d = string.match(raw, '^(%d+):(%d+):(%d+):(%d+)$')
+  if a then
+    return { { start = tonumber(a), credits = tonumber(b) }, { start = tonumber(c), credits = tonumber(d) } }
   end
-  if not day_start then return nil end
-  return { day = { start = tonumber(day_start), credits = tonumber(day) },
-    month = { start = tonumber(month_start), credits = tonumber(month) } }
+  a, b = string.match(raw, '^(%d+):(%d+)$')
+  if a then return { { start = tonumber(a), credits = tonumber(b) } } end
+  return nil
 end
 
--- The key's spend in today's window and this month's (controls.ts, spentIn): credits counted in a
--- window that began before the current one are gone.
-local function key_spend(spend_key, key_id, now, day_ms, month_ms)
-  local stored = parse_key_spend(redis.call('HGET', spend_key, key_id))
+local function format_windows(windows)
+  local parts = {}
+  for _, w in ipairs(windows) do parts[#parts + 1] = string.format('%d:%d', w.start, w.credits) end
+  return table.concat(parts, ':')
+end
+
+-- A record as { day, month }: a one-window record (its period not known now) counts as either,
+-- in each current window it began in.
+local function parse_key_spend_windows(w)
+  if not w then return nil end
+  return { day = w[1], month = w[2] or w[1] }
+end
+
+local function parse_key_spend(raw) return parse_key_spend_windows(parse_windows(raw)) end
+
+-- What older releases counted in the main field since this code last wrote it: the main field's
+-- windows less the periods field's record of the same window (the most, over the windows both
+-- name: the four-part release reads a one-window record of another period as nothing in its
+-- window, and writes that down), and the time it counts from. This code writes both fields at once, so
+-- that is spent (or, below 0, refunded) since then, and no earlier than the day the periods field
+-- was written in. A main field whose windows the periods field does not know began after it: all
+-- of the budget's period's record there is counted, from that record's window.
+local function spent_since(main, record, known)
+  local since, from = record.credits, record.start
+  local matched = false
+  for _, w in ipairs(main) do
+    for _, k in ipairs({ known.day, known.month }) do
+      if k.start == w.start and (not matched or w.credits - k.credits > since) then
+        matched, since, from = true, w.credits - k.credits, w.start
+        -- A refund given back there may be of a debit made before that day.
+        if since > 0 then from = math.max(w.start, known.day.start) end
+      end
+    end
+  end
+  return since, from
+end
+
+-- The key's spend in today's window and this month's (controls.ts, spentIn; mirrored for listing
+-- in src/store/keys/redis-key-spend.ts): credits counted in a window that began before the current
+-- one are gone. The periods field as this code left it, plus what was counted in the main field
+-- since; and never less than the main field's own record says (every release counts in it, none
+-- counts there more than was spent), so the budget's own period counts what every release enforces.
+local function key_spend(spend_key, key_id, period, now, day_ms, month_ms)
+  local main_windows = parse_windows(redis.call('HGET', spend_key, key_id))
+  local main = parse_key_spend_windows(main_windows)
+  local known = parse_key_spend(redis.call('HGET', spend_key, key_periods_field(key_id))) or main
+  local since, from = 0, 0
+  if main then since, from = spent_since(main_windows, main[period], known) end
   local spend = {}
-  for _, period in ipairs({ 'day', 'month' }) do
-    local start = control_window(now, period, day_ms, month_ms)
+  for _, p in ipairs({ 'day', 'month' }) do
+    local start = control_window(now, p, day_ms, month_ms)
     local credits = 0
-    if stored and stored[period].start >= start then credits = stored[period].credits end
-    spend[period] = { start = start, credits = credits }
+    if known and known[p].start >= start then credits = known[p].credits end
+    if main and from >= start then credits = math.max(0, credits + since) end
+    if main and main[p].start >= start then credits = math.max(credits, main[p].credits) end
+    spend[p] = { start = start, credits = credits }
   end
   return spend
 end
 
-local function save_key_spend(spend_key, key_id, spend)
-  redis.call('HSET', spend_key, key_id, string.format('%d:%d:%d:%d', spend.day.start, spend.day.credits,
-    spend.month.start, spend.month.credits))
+local function save_key_spend(spend_key, key_id, period, spend)
+  redis.call('HSET', spend_key, key_id, format_windows({ spend[period] }),
+    key_periods_field(key_id), format_windows({ spend.day, spend.month }))
+end
+
+-- A refund's credits go back to each window of a record the debit was made in; the record keeps
+-- its form (an older release reading the main field reads it as before).
+local function give_back_key_spend(spend_key, field, amount, debit_at)
+  local windows = parse_windows(redis.call('HGET', spend_key, field))
+  if not windows then return end
+  for _, w in ipairs(windows) do
+    if w.start <= debit_at then w.credits = math.max(0, w.credits - amount) end
+  end
+  redis.call('HSET', spend_key, field, format_windows(windows))
 end
 
 -- The credits held in a key's budget by calls checked but not yet debited (x402 calls whose
@@ -313,12 +377,8 @@ local function unspend(account_key, spend_key, key_id, amount, debit_at)
     end
   end
   if key_id == '' then return end
-  local spend = parse_key_spend(redis.call('HGET', spend_key, key_id))
-  if not spend then return end
-  for _, window in pairs(spend) do
-    if window.start <= debit_at then window.credits = math.max(0, window.credits - amount) end
-  end
-  save_key_spend(spend_key, key_id, spend)
+  give_back_key_spend(spend_key, key_id, amount, debit_at)
+  give_back_key_spend(spend_key, key_periods_field(key_id), amount, debit_at)
 end
 
 -- admit.lua's work, as a table (idempotent-admit.lua runs it too): the hot path in one round
@@ -398,7 +458,7 @@ local function admit_call(name_key)
     if ARGV[20] ~= '' then hold = 'hold:' .. ARGV[20] end
     if budget then
       local budget_start, next_start = control_window(now, budget.period, day_ms, month_ms)
-      key_spent = key_spend(KEYS[7], key_id, now, day_ms, month_ms)
+      key_spent = key_spend(KEYS[7], key_id, budget.period, now, day_ms, month_ms)
       local spent = key_spent[budget.period].credits
       -- The debit of a call its check held budget for takes the hold's place.
       if hold ~= '' and ARGV[19] ~= '1' then redis.call('HDEL', KEYS[7], hold) end
@@ -426,7 +486,7 @@ local function admit_call(name_key)
     if budget then
       key_spent.day.credits = key_spent.day.credits + cost
       key_spent.month.credits = key_spent.month.credits + cost
-      save_key_spend(KEYS[7], key_id, key_spent)
+      save_key_spend(KEYS[7], key_id, budget.period, key_spent)
     end
     local alert = count_spend(a, keys, cost, now, day_ms, month_ms, ARGV[16], ARGV[9], ARGV[5])
     if alert then events[#events + 1] = alert end

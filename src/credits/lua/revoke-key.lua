@@ -51,14 +51,17 @@ if forget > 0 then
   table.sort(revoked)
   -- In batches: one command for many keys (unpack has a limit on how many values it spreads).
   for first = 1, forget, 1000 do
-    local ids, records_gone = {}, {}
+    local ids, spend_fields, records_gone = {}, {}, {}
     for i = first, math.min(first + 999, forget) do
       local id = string.sub(revoked[i], 31)
       ids[#ids + 1] = id
+      -- Both of the key's spend fields (prelude.lua, key_spend).
+      spend_fields[#spend_fields + 1] = id
+      spend_fields[#spend_fields + 1] = key_periods_field(id)
       records_gone[#records_gone + 1] = records .. hash_of[id]
     end
     redis.call('HDEL', KEYS[1], unpack(ids))
-    redis.call('HDEL', KEYS[3], unpack(ids))
+    redis.call('HDEL', KEYS[3], unpack(spend_fields))
     redis.call('DEL', unpack(records_gone))
   end
 end

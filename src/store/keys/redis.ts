@@ -3,8 +3,8 @@
  * the account's listing (`{acct}:keys`, one JSON copy per key id) change together; the
  * admission keeps each key's last use on its record and budgeted keys' spend in `{acct}:key-spend`.
  */
-import { type KeySpend, spentIn } from "../../credits/controls.js";
 import { type RedisContext, redisKey } from "../redis-context.js";
+import { budgetSpent } from "./redis-key-spend.js";
 import {
   type KeyRecord,
   type KeyUpdate,
@@ -34,26 +34,10 @@ function storedKey(key: KeyRecord): KeyRecord {
   return stored;
 }
 
-/**
- * A key's spend as the key-spend hash holds it: "<day start>:<credits>:<month start>:<credits>".
- * A record of the older "<window start>:<credits>" (the window of the period the budget had then,
- * which is not known now) counts in each current window it began in (prelude.lua, key_spend).
- */
-function parseKeySpend(raw: string | undefined): KeySpend | undefined {
-  const parts = raw?.split(":").map(Number) ?? [];
-  if (parts.length !== 2 && parts.length !== 4) return undefined;
-  const [dayStart, dayCredits, monthStart = dayStart, monthCredits = dayCredits] =
-    parts as number[];
-  return {
-    day: { windowStart: dayStart!, credits: dayCredits! },
-    month: { windowStart: monthStart!, credits: monthCredits! },
-  };
-}
-
 export function redisKeys({ redis, call, script, windows }: RedisContext): KeyStore {
   /** A key's spend in its budget's current window (0 without a budget). */
-  function spentInWindow(key: KeyRecord, raw: string | undefined, now: number): number {
-    return key.budget ? spentIn(parseKeySpend(raw), key.budget.period, now, windows) : 0;
+  function spentInWindow(key: KeyRecord, spend: Record<string, string>, now: number): number {
+    return key.budget ? budgetSpent(spend, key.id, key.budget.period, now, windows) : 0;
   }
 
   const keys: KeyStore = {
@@ -93,7 +77,7 @@ export function redisKeys({ redis, call, script, windows }: RedisContext): KeySt
         .map((key, i) => ({
           ...withControls(key),
           lastUsedAt: lastUsed[i] ? Number(lastUsed[i]) : null,
-          budgetSpent: spentInWindow(key, spend[key.id], now),
+          budgetSpent: spentInWindow(key, spend, now),
         }))
         .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
     },
@@ -116,8 +100,18 @@ export function redisKeys({ redis, call, script, windows }: RedisContext): KeySt
       // also keeps the account's last active key (isLastActiveKey) when asked.
       const outcome = await script<UpdateKeyOutcome>(
         "key-update",
-        [redisKey.keyList(accountId), redisKey.keyRecord(accountId, hash)],
-        [keyId, JSON.stringify(changes), options.keepOneActive ? 1 : 0],
+        [
+          redisKey.keyList(accountId),
+          redisKey.keyRecord(accountId, hash),
+          redisKey.keySpend(accountId),
+        ],
+        [
+          keyId,
+          JSON.stringify(changes),
+          options.keepOneActive ? 1 : 0,
+          windows.dayMs,
+          windows.monthMs,
+        ],
       );
       if (outcome.status === "last_active_key")
         return { status: "last_active_key", key: withControls(outcome.key) };
