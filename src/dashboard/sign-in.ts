@@ -24,6 +24,7 @@ import {
 import { walletSignInSection } from "./wallet-sign-in.js";
 import { caseSensitiveRouter } from "../http/router.js";
 import { hasBody } from "../http/request-context.js";
+import { putHeaders } from "../http/reply-headers.js";
 
 /**
  * Signing in to the dashboard, and out. Four ways in, all ending in the same server-side session:
@@ -96,7 +97,7 @@ ${walletSignInSection(services)}
 /** A refusal (ApiError) shown on the sign-in page with its status; anything else is thrown on. */
 export function sendSignInRefusal(services: Services, res: Response, err: unknown): void {
   if (!(err instanceof ApiError)) throw err;
-  for (const [name, value] of Object.entries(err.options.headers ?? {})) res.setHeader(name, value);
+  putHeaders(res, err.options.headers);
   sendDashboardPage(res, signInPage(services, { error: err.message }), err.status);
 }
 

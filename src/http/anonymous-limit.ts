@@ -7,6 +7,7 @@ import type { Services } from "../services.js";
 import { countedClientAddress } from "./client-address.js";
 import { ApiError, type ErrorAnswer } from "./errors.js";
 import type { HttpRequest, HttpResponse } from "./exchange.js";
+import { putHeaders } from "./reply-headers.js";
 import {
   countEndpointUse,
   countedByALimiter,
@@ -93,7 +94,7 @@ function answerBrowser(services: Services, req: Request, res: Response, err: unk
     typeof req.is(["application/x-www-form-urlencoded", "multipart/form-data"]) === "string";
   if (!(err instanceof ApiError) || !browsing || !wantsHtml(req)) return false;
   services.metrics.errors.inc({ code: err.code });
-  for (const [name, value] of Object.entries(err.options.headers ?? {})) res.setHeader(name, value);
+  putHeaders(res, err.options.headers);
   res.status(err.status);
   const wait = err.options.headers?.["Retry-After"];
   sendPage(

@@ -4,6 +4,7 @@ import { BooksUnavailableError } from "../books/errors.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./exchange.js";
 import { pathForLog, shownPath } from "./logged-path.js";
+import { putHeaders } from "./reply-headers.js";
 import { renderNotice, wantsHtml } from "../pages/notice.js";
 import { sendPage } from "../pages/respond.js";
 import type { Redactor } from "../lib/redact.js";
@@ -265,8 +266,7 @@ export function errorAnswerer(
       res.end();
       return;
     }
-    for (const [name, value] of Object.entries(apiError.options.headers ?? {}))
-      res.setHeader(name, value);
+    putHeaders(res, apiError.options.headers);
     sendJson(res, apiError.status, errorBody(apiError, requestId));
   };
 }

@@ -15,6 +15,7 @@ import { sendPage } from "../pages/respond.js";
 import { wantsHtml } from "../pages/notice.js";
 import { allowOn } from "./method-not-allowed.js";
 import { sendJsonText, type HttpResponse } from "./exchange.js";
+import { putHeaders } from "./reply-headers.js";
 import { caseSensitiveRouter } from "./router.js";
 
 /**
@@ -240,7 +241,7 @@ export function sendRawReply(res: HttpResponse, reply: Reply & { raw: string }):
 }
 
 function writeHead(res: HttpResponse, reply: Reply): void {
-  if (reply.headers) for (const name in reply.headers) res.setHeader(name, reply.headers[name]!);
+  putHeaders(res, reply.headers);
   res.statusCode = reply.status ?? 200;
 }
 

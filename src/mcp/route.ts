@@ -8,6 +8,7 @@ import { countedAddress } from "../http/client-address.js";
 import { showWindow } from "../http/endpoint-limits.js";
 import { NOT_UNICODE, UNREADABLE_BODY, jsonBody } from "../http/json-body.js";
 import { requireJsonBody } from "../http/request-context.js";
+import { putHeaders } from "../http/reply-headers.js";
 import { allowOn } from "../http/method-not-allowed.js";
 import { KEY_SECURITY, errorResponses, type Json } from "../http/openapi.js";
 import type { Services } from "../services.js";
@@ -324,6 +325,6 @@ function refusedAsToolResult(req: Request, res: Response, err: unknown): boolean
     body.method === "tools/call" &&
     body.id !== undefined;
   if (!loneToolCall || !(err instanceof ApiError) || err.code !== "rate_limited") return false;
-  for (const [name, value] of Object.entries(err.options.headers ?? {})) res.setHeader(name, value);
+  putHeaders(res, err.options.headers);
   return true;
 }

@@ -20,6 +20,18 @@ const VERSIONS = JSON.stringify([
 const DEPRECATED_AT = Date.UTC(2026, 10, 22) / 1000;
 const SUNSET = "Sat, 22 May 2027 00:00:00 GMT";
 
+/**
+ * The link-values of a Link header (RFC 8288): comma-separated, a comma inside the <URI> or a
+ * quoted parameter not being a separator. Each with its target and its rel.
+ */
+function linksOf(header: string): { url: string; rel: string }[] {
+  const values = header.match(/<[^>]*>(?:\s*;\s*[^=;,\s]+(?:=(?:"[^"]*"|[^;,\s]*))?)*/g) ?? [];
+  return values.map((value) => ({
+    url: /^<([^>]*)>/.exec(value)![1]!,
+    rel: /;\s*rel="?([^";,]+)"?/.exec(value)?.[1] ?? "",
+  }));
+}
+
 let gw: TestGateway;
 beforeAll(async () => {
   gw = await startGateway({
@@ -52,6 +64,22 @@ describe("a deprecated version before its sunset", () => {
       // Absolute: behind a proxy serving the gateway under /gw, a root-relative reference would
       // resolve outside it.
       '<https://api.toolgate.example/gw/v2/tools>; rel="successor-version"',
+    );
+  });
+
+  it("keeps its links beside a route's own: a CSV usage page carries deprecation, successor-version and next", async () => {
+    const { key } = await fundedAccount(gw.url, 100); // two entries: the sign-up grant and the funds
+    const res = await fetch(`${gw.url}/api/v1/usage?format=csv&limit=1`, {
+      headers: { "x-api-key": key },
+    });
+    expect(res.status).toBe(200);
+    const links = linksOf(res.headers.get("link") ?? "");
+    expect(links.map((l) => l.rel).sort()).toEqual(["deprecation", "next", "successor-version"]);
+    expect(links.find((l) => l.rel === "deprecation")!.url).toBe(
+      "https://api.toolgate.example/gw/changelog",
+    );
+    expect(links.find((l) => l.rel === "successor-version")!.url).toBe(
+      "https://api.toolgate.example/gw/api/v2/usage",
     );
   });
 
