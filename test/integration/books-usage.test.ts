@@ -150,8 +150,10 @@ describe.each([
     const paged = await fetch(`${gw.url}/api/v1/usage?format=csv&limit=3`, {
       headers: { "x-api-key": key },
     });
+    // Absolute, on PUBLIC_BASE_URL (version-deprecation.test.ts follows one under a path).
+    const base = gw.services.config.publicBaseUrl;
     expect(paged.headers.get("link")).toMatch(
-      /^<\/api\/v1\/usage\?format=csv&limit=3&cursor=\d+-\d+>; rel="next"$/,
+      /^<http:\/\/localhost:\d+\/api\/v1\/usage\?format=csv&limit=3&cursor=\d+-\d+>; rel="next"$/,
     );
     // Chosen by Accept: the link still names the CSV and its page size, for a client that
     // follows it without sending Accept again.
@@ -159,8 +161,13 @@ describe.each([
       headers: { "x-api-key": key, accept: "text/csv" },
     });
     const link = /^<(.+)>; rel="next"$/.exec(accepted.headers.get("link") ?? "")?.[1];
-    expect(link).toMatch(/^\/api\/v1\/usage\?kind=debit&limit=3&format=csv&cursor=\d+-\d+$/);
-    const followed = await fetch(`${gw.url}${link}`, { headers: { "x-api-key": key } });
+    expect(link!.startsWith(`${base}/`)).toBe(true);
+    expect(link!.slice(base.length)).toMatch(
+      /^\/api\/v1\/usage\?kind=debit&limit=3&format=csv&cursor=\d+-\d+$/,
+    );
+    const followed = await fetch(`${gw.url}${link!.slice(base.length)}`, {
+      headers: { "x-api-key": key },
+    });
     expect(followed.headers.get("content-type")).toMatch(/^text\/csv/);
     expect((await followed.text()).trim().split("\r\n")).toHaveLength(4);
     // No rows: the header alone, ended once (a second line end reads as an empty row).

@@ -83,6 +83,29 @@ describe("a deprecated version before its sunset", () => {
     );
   });
 
+  it("makes a CSV page's next link absolute on PUBLIC_BASE_URL, and following it gives the next page", async () => {
+    const { key } = await fundedAccount(gw.url, 100); // two entries: the sign-up grant and the funds
+    const first = await fetch(`${gw.url}/api/v1/usage?format=csv&limit=1`, {
+      headers: { "x-api-key": key },
+    });
+    const next = linksOf(first.headers.get("link") ?? "").find((l) => l.rel === "next")?.url;
+    // Under the proxy's path: a root-relative /api/v1/usage would resolve outside /gw.
+    expect(next).toMatch(
+      /^https:\/\/api\.toolgate\.example\/gw\/api\/v1\/usage\?format=csv&limit=1&cursor=[^&]+$/,
+    );
+    const firstRows = (await first.text()).trim().split("\r\n");
+    const followed = await fetch(
+      `${gw.url}${next!.slice("https://api.toolgate.example/gw".length)}`,
+      { headers: { "x-api-key": key } },
+    );
+    expect(followed.status).toBe(200);
+    const nextRows = (await followed.text()).trim().split("\r\n");
+    // The header and one entry each, and not the same entry.
+    expect([firstRows.length, nextRows.length]).toEqual([2, 2]);
+    expect(nextRows[1]).not.toBe(firstRows[1]);
+    expect(linksOf(followed.headers.get("link") ?? "").map((l) => l.rel)).not.toContain("next");
+  });
+
   it("leaves paths outside any version alone", async () => {
     for (const path of ["/healthz", "/docs", "/status.json"]) {
       const res = await fetch(`${gw.url}${path}`);

@@ -129,7 +129,9 @@ export const usage = defineRoute({
         data.map((e) => CSV_COLUMNS.map((column) => e[column] ?? "")),
       );
       // format=csv and the limit in the link itself: a CSV chosen by Accept, followed by a client
-      // that does not send Accept again, would otherwise get JSON pages of 50.
+      // that does not send Accept again, would otherwise get JSON pages of 50. Absolute, on
+      // PUBLIC_BASE_URL (as versioning's links): behind a proxy serving the gateway under a path,
+      // a root-relative reference would resolve outside it.
       const next = page.nextCursor
         ? new URLSearchParams({
             ...(req.query as Record<string, string>),
@@ -142,7 +144,11 @@ export const usage = defineRoute({
         text: { contentType: "text/csv; charset=utf-8", body },
         headers: {
           "Content-Disposition": 'attachment; filename="usage.csv"',
-          ...(next ? { Link: `<${req.baseUrl}${req.path}?${next}>; rel="next"` } : {}),
+          ...(next
+            ? {
+                Link: `<${services.config.publicBaseUrl}${req.baseUrl}${req.path}?${next}>; rel="next"`,
+              }
+            : {}),
         },
       };
     }
