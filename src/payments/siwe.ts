@@ -41,13 +41,34 @@ function originOf(uri: string): string | null {
   }
 }
 
-/** Whether `write` writes `text` exactly (false when it throws: fields it cannot write). */
-function sameText(write: () => string, text: string): boolean {
+/**
+ * How `text` compares with what `write` writes from the fields read out of it: the same; the same
+ * lines with some fields' values written another way (`fields`: their labels, such as times
+ * without milliseconds, as the `siwe` package writes them); or other text (lines added, removed or
+ * changed outside a field's value, or fields `write` cannot write: it throws).
+ */
+function sameText(
+  write: () => string,
+  text: string,
+): { same: true } | { same: false; reformatted: string[] | null } {
+  let written: string;
   try {
-    return write() === text;
+    written = write();
   } catch {
-    return false;
+    return { same: false, reformatted: null };
   }
+  if (written === text) return { same: true };
+  const ours = written.split("\n");
+  const theirs = text.split("\n");
+  if (ours.length !== theirs.length) return { same: false, reformatted: null };
+  const reformatted: string[] = [];
+  for (const [i, line] of ours.entries()) {
+    if (line === theirs[i]) continue;
+    const label = /^([A-Z][A-Za-z ]*): /.exec(line)?.[1];
+    if (!label || !theirs[i]!.startsWith(`${label}: `)) return { same: false, reformatted: null };
+    reformatted.push(label);
+  }
+  return { same: false, reformatted };
 }
 
 /** 422 naming `chain_id` unless the purpose accepts the chain. */
@@ -110,9 +131,17 @@ export async function verifySiweChallenge(
   // The parser skips text before, between and after the fields it knows. A message with lines
   // added is no longer EIP-4361 to a wallet, which then shows it without its "this request is
   // for another site" warning, and under a first line naming this gateway: the signed text must
-  // be the one its own fields write.
-  if (!sameText(() => createSiweMessage(message as Parameters<typeof createSiweMessage>[0]), text))
-    throw refused("it has text outside EIP-4361's fields");
+  // be the one its own fields write. The same fields written another way (a library rebuilding
+  // the message writes times without milliseconds) are refused too, as not the challenge issued.
+  const compared = sameText(
+    () => createSiweMessage(message as Parameters<typeof createSiweMessage>[0]),
+    text,
+  );
+  if (!compared.same && compared.reformatted)
+    throw refused(
+      `it is not the challenge exactly as issued (${compared.reformatted.join(", ")} written differently); sign the message as given, unchanged`,
+    );
+  if (!compared.same) throw refused("it has text outside EIP-4361's fields");
   if (message.scheme !== undefined && `${message.scheme}:` !== base.protocol)
     throw refused(`its scheme is not ${base.protocol.slice(0, -1)}`);
   if (message.domain !== base.host)

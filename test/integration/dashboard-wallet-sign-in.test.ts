@@ -184,6 +184,26 @@ describe("wallet sign-in to the dashboard", () => {
     );
   });
 
+  it("refuses the challenge rebuilt by another library in another form, saying to sign it as issued", async () => {
+    const wallet = anvilAccount(6);
+    const headers = client();
+    const { message } = (await challenge(wallet, headers)).body as { message: string };
+    // What the `siwe` package's prepareMessage writes from the same fields: RFC 3339 times
+    // without milliseconds. Valid EIP-4361, but not the text the gateway issued.
+    const rebuilt = message.replace(/(T\d{2}:\d{2}:\d{2})\.\d{3}Z/g, "$1Z");
+    expect(rebuilt).not.toBe(message);
+    expect(parseSiweMessage(rebuilt).nonce).toBe(parseSiweMessage(message).nonce);
+    const res = await signIn(rebuilt, await wallet.signMessage({ message: rebuilt }), headers);
+    expectError(res, 400, "invalid_token");
+    expect(res.body.error.message).toBe(
+      "The signed sign-in message is not valid: it is not the challenge exactly as issued (Issued At, Expiration Time written differently); sign the message as given, unchanged.",
+    );
+    // It did not spend the challenge.
+    expect((await signIn(message, await wallet.signMessage({ message }), headers)).status).toBe(
+      200,
+    );
+  });
+
   it("does not take a challenge issued for an API key, nor another address's nonce", async () => {
     const wallet = anvilAccount(5);
     const headers = client();
