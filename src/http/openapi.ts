@@ -5,6 +5,7 @@ import { webhooksDocument } from "../webhooks/document.js";
 import { ERRORS, type ErrorCode } from "./errors.js";
 import { UNREADABLE_BODY } from "./json-body.js";
 import type { AnyRoute, DocumentConfig } from "./route.js";
+import { isDeprecatedPath } from "./versioning.js";
 
 /**
  * The OpenAPI 3.1 document, derived from the route registry (src/routes.ts): the same route
@@ -337,6 +338,21 @@ function operation(route: AnyRoute, tag: string): Json {
   };
 }
 
+const HTTP_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
+
+/**
+ * Every operation under a deprecated version's prefixes (API_VERSIONS) is `deprecated: true`, so
+ * a generated client can warn as the answers' Deprecation and Sunset headers do (versioning.ts).
+ * Added last, to operations only: with no version deprecated the document is unchanged.
+ */
+function markDeprecated(paths: Record<string, Json>, versions: DocumentConfig["apiVersions"]) {
+  for (const [path, item] of Object.entries(paths)) {
+    if (!isDeprecatedPath(versions, path)) continue;
+    for (const method in item)
+      if (HTTP_METHODS.has(method)) item[method] = { ...(item[method] as Json), deprecated: true };
+  }
+}
+
 export function buildOpenApi(config: DocumentConfig, doors: Door[]): Json {
   const paths: Record<string, Json> = {};
   const merge = (more: Record<string, Json>) => {
@@ -358,6 +374,7 @@ export function buildOpenApi(config: DocumentConfig, doors: Door[]): Json {
       merge({ [path]: { [route.method]: operation(route, tagOf(path)) } });
     }
   }
+  markDeprecated(paths, config.apiVersions);
 
   return {
     openapi: "3.1.0",

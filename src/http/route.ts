@@ -126,7 +126,7 @@ export interface RouteDef<B = unknown, Q = unknown, A extends Auth = Auth> {
 }
 
 /** What a route's own OpenAPI description may depend on. */
-export type DocumentConfig = Pick<Config, "publicBaseUrl" | "creditPriceAtomic"> & {
+export type DocumentConfig = Pick<Config, "publicBaseUrl" | "creditPriceAtomic" | "apiVersions"> & {
   upstream?: Pick<Config["upstream"], "tools">;
 };
 

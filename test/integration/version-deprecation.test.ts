@@ -106,6 +106,25 @@ describe("a deprecated version before its sunset", () => {
     expect(linksOf(followed.headers.get("link") ?? "").map((l) => l.rel)).not.toContain("next");
   });
 
+  it("marks every operation under the deprecated version deprecated in /openapi.json, and no other", async () => {
+    const doc = (await call(`${gw.url}/openapi.json`)).body as {
+      paths: Record<string, Record<string, { deprecated?: boolean }>>;
+    };
+    const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+    const marks = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([method]) => METHODS.includes(method))
+        .map(([method, op]) => ({ path, method, deprecated: op.deprecated === true })),
+    );
+    const versioned = (path: string) => /^\/(api\/)?v1(\/|$)/.test(path);
+    expect(marks.filter((m) => versioned(m.path) && !m.deprecated)).toEqual([]);
+    expect(marks.filter((m) => !versioned(m.path) && m.deprecated)).toEqual([]);
+    // Both prefixes are there, and paths outside the version too.
+    expect(marks.some((m) => m.path.startsWith("/v1/"))).toBe(true);
+    expect(marks.some((m) => m.path.startsWith("/api/v1/"))).toBe(true);
+    expect(doc.paths["/healthz"]!.get!.deprecated).toBeUndefined();
+  });
+
   it("leaves paths outside any version alone", async () => {
     for (const path of ["/healthz", "/docs", "/status.json"]) {
       const res = await fetch(`${gw.url}${path}`);
@@ -176,6 +195,9 @@ describe("versions in configuration", () => {
       expect(res.status).toBe(200);
       expect(res.headers.get("deprecation")).toBeNull();
       expect(res.headers.get("sunset")).toBeNull();
+      // Nor does the API description mark an operation deprecated.
+      const doc = (await call(`${plain.url}/openapi.json`)).body;
+      expect(JSON.stringify(doc.paths)).not.toContain('"deprecated":true');
     } finally {
       await plain.stop();
     }
