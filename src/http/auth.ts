@@ -85,9 +85,10 @@ export async function keepIfCredentialHolds(
 }
 
 /**
- * Rate-limit headers on every keyed answer (IETF draft RateLimit header fields). None for an
- * admission that counted nothing (its door counted the request, and states the window itself):
- * its `remaining` is -1, "not read", which a client must never see as "over the limit".
+ * Rate-limit headers on every keyed answer (draft-ietf-httpapi-ratelimit-headers-06, as
+ * `windowHeaders` writes them). None for an admission that counted nothing (its door counted the
+ * request, and states the window itself): its `remaining` is -1, "not read", which a client must
+ * never see as "over the limit".
  */
 export function rateLimitHeaders(rate: RateState): Record<string, string> {
   if (rate.remaining < 0) return {};

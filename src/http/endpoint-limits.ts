@@ -164,8 +164,10 @@ export function endpointLimitRefusal(
 }
 
 /**
- * The RateLimit-* headers of one limiter's window (IETF draft RateLimit header fields): its limit
- * and window (`RateLimit-Policy`), what is left of it, and the seconds until a slot frees. Every
+ * The RateLimit-* headers of one limiter's window, as draft-ietf-httpapi-ratelimit-headers-06
+ * writes them (`RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, `RateLimit-Policy:
+ * 30;w=60`; later drafts replace the first three with one `RateLimit` field): its limit and
+ * window (`RateLimit-Policy`), what is left of it, and the seconds until a slot frees. Every
  * answer to a request a limiter counted carries them (D12); a 429 adds `Retry-After`.
  */
 export function windowHeaders(rate: RateState, windowSeconds: number): Record<string, string> {
