@@ -88,7 +88,11 @@ const httpUrl = (name: string, part: "base" | "origin") =>
         : `${name} must be the workers' origin only (http://host:port): no user:password@, path, query or fragment`,
     )
     .refine(
-      (value) => part === "origin" || !isHttpUrl(value) || PLAIN_PATH.test(new URL(value).pathname),
+      (value) =>
+        part === "origin" ||
+        !isHttpUrl(value) ||
+        hasUserinfoQueryOrFragment(value) || // refused above
+        plainPath(value),
       `${name}'s path may hold only letters, digits, -._~ and %-escapes between single slashes: every page's links, forms and redirects start with it`,
     );
 
@@ -98,6 +102,12 @@ const httpUrl = (name: string, part: "base" | "origin") =>
  * %-escapes), no empty or dot segments.
  */
 const PLAIN_PATH = /^(?:\/(?!\.\.?(?:\/|$))(?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+)*\/?$/;
+/** The path as written is one the URL parser keeps as it is (so the text and `basePath` agree). */
+const plainPath = (value: string): boolean => {
+  const path = new URL(value).pathname.replace(/\/$/, "");
+  const written = value.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "").replace(/\/$/, "");
+  return PLAIN_PATH.test(path) && written === path;
+};
 
 /**
  * A comma-separated list setting: its empty entries (`a.example, ,b.example,`) are ignored, as the
@@ -538,13 +548,15 @@ const poolUrls = (e: z.infer<typeof envSchema>) => ({
 });
 
 /**
- * PUBLIC_BASE_URL as links are built on it (origin and path, no trailing slash) and its path alone
- * (`basePath`, "" at the root), both from one parse, so they never disagree.
+ * PUBLIC_BASE_URL as links are built on it (as the operator wrote it, no trailing slash: it is the
+ * text an SSO provider has registered as the redirect URI's base, compared exactly) and its path
+ * alone (`basePath`, "" at the root), which the settings' check holds to the same text.
  */
 function publicBase(value: string): { publicBaseUrl: string; basePath: string } {
-  const url = new URL(value);
-  const basePath = url.pathname.replace(/\/$/, "");
-  return { publicBaseUrl: `${url.origin}${basePath}`, basePath };
+  return {
+    publicBaseUrl: value.replace(/\/$/, ""),
+    basePath: new URL(value).pathname.replace(/\/$/, ""),
+  };
 }
 
 export function loadConfig(given: NodeJS.ProcessEnv = process.env): Config {

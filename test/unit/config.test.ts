@@ -185,11 +185,14 @@ describe("a URL or list setting other URLs are built from", () => {
     );
     expect(loadConfig({ PUBLIC_BASE_URL: "https://gw.example.com/" }).basePath).toBe("");
     expect(loadConfig({}).basePath).toBe("");
-    // Both from one parse: the links built on the URL and the pages' addresses agree.
-    expect(loadConfig({ PUBLIC_BASE_URL: "https://GW.example.com/tool%20gate" })).toMatchObject({
-      publicBaseUrl: "https://gw.example.com/tool%20gate",
-      basePath: "/tool%20gate",
-    });
+    // As written (an SSO provider compares the redirect URI built on it exactly), its path the
+    // same text as the pages' addresses.
+    expect(loadConfig({ PUBLIC_BASE_URL: "https://GW.example.com:443/tool%20gate" })).toMatchObject(
+      {
+        publicBaseUrl: "https://GW.example.com:443/tool%20gate",
+        basePath: "/tool%20gate",
+      },
+    );
     // A path goes before every address in HTML attributes, scripts and Location headers: only
     // characters that mean the same in each, no empty segments.
     for (const value of [
@@ -197,6 +200,9 @@ describe("a URL or list setting other URLs are built from", () => {
       "https://gw.example.com/it's",
       "https://gw.example.com/a//b",
       "https://gw.example.com/a;b",
+      // Written otherwise than the parser keeps it: the links and the pages would disagree.
+      "https://gw.example.com/tool gate",
+      "https://gw.example.com/a/../b",
     ])
       expect(problemsOf({ PUBLIC_BASE_URL: value }), value).toEqual([
         "PUBLIC_BASE_URL: PUBLIC_BASE_URL's path may hold only letters, digits, -._~ and %-escapes between single slashes: every page's links, forms and redirects start with it",
