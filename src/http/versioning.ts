@@ -110,6 +110,13 @@ export function isDeprecatedPath(versions: ApiVersion[], path: string): boolean 
  * path out. The 410's `successor` stays the API path, as routes are named (a client puts its own
  * base URL before it).
  */
+/**
+ * A request's path as a Link target: Node's parser lets `>` (and `<`, `^`, backquotes, braces and
+ * the like) through in a path, and a `>` would end the target and let the path add parameters and
+ * links of its own to the answer's header.
+ */
+const inLink = (path: string) => path.replace(/[<>"\\^`{|}]/g, (c) => encodeURIComponent(c));
+
 export function versioning(
   versions: ApiVersion[],
   publicBaseUrl: string,
@@ -127,7 +134,7 @@ export function versioning(
     res.setHeader("Sunset", lifecycle.sunsetAt!.toUTCString());
     res.setHeader(
       "Link",
-      `<${changelogUrl}>; rel="deprecation"; type="text/html", <${publicBaseUrl}${successor}>; rel="successor-version"`,
+      `<${changelogUrl}>; rel="deprecation"; type="text/html", <${publicBaseUrl}${inLink(successor)}>; rel="successor-version"`,
     );
     if (now() < lifecycle.sunsetAt!.getTime()) return next();
     next(

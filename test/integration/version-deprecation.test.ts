@@ -1,3 +1,4 @@
+import { request } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import {
@@ -28,7 +29,7 @@ function linksOf(header: string): { url: string; rel: string }[] {
   const values = header.match(/<[^>]*>(?:\s*;\s*[^=;,\s]+(?:=(?:"[^"]*"|[^;,\s]*))?)*/g) ?? [];
   return values.map((value) => ({
     url: /^<([^>]*)>/.exec(value)![1]!,
-    rel: /;\s*rel="?([^";,]+)"?/.exec(value)?.[1] ?? "",
+    rel: /;\s*rel="?([^";,]+)"?/.exec(value.slice(value.indexOf(">")))?.[1] ?? "",
   }));
 }
 
@@ -123,6 +124,24 @@ describe("a deprecated version before its sunset", () => {
     expect(marks.some((m) => m.path.startsWith("/v1/"))).toBe(true);
     expect(marks.some((m) => m.path.startsWith("/api/v1/"))).toBe(true);
     expect(doc.paths["/healthz"]!.get!.deprecated).toBeUndefined();
+  });
+
+  it("keeps a request path's own `>` inside the successor's link target (it cannot add links or parameters)", async () => {
+    // fetch (and a URL string) would percent-encode it; a path given as written is sent as is, as
+    // any client may send it.
+    const link = await new Promise<string>((resolve, reject) => {
+      const { hostname, port } = new URL(gw.url);
+      request({ hostname, port, path: "/v1/tools/x>;rel=evil,<https:" }, (res) => {
+        res.resume();
+        resolve(String(res.headers.link ?? ""));
+      })
+        .on("error", reject)
+        .end();
+    });
+    expect(linksOf(link).map((l) => l.rel)).toEqual(["deprecation", "successor-version"]);
+    expect(linksOf(link)[1]!.url).toBe(
+      "https://api.toolgate.example/gw/v2/tools/x%3E;rel=evil,%3Chttps:",
+    );
   });
 
   it("leaves paths outside any version alone", async () => {
