@@ -30,10 +30,13 @@ export interface InstalledProject {
     args?: string[],
   ): Promise<{ stdout: string; stderr: string }>;
   /**
-   * A user's TypeScript `code` (written to `name` in the project) checked by tsc in strict mode
-   * against the installed library's types: tsc's output, empty when it compiles.
+   * A user's TypeScript `code` (written to `name` in the project) checked by tsc against the
+   * installed library's types, with the strictest flags a user may set (`--strict`,
+   * `--exactOptionalPropertyTypes`, `--noUncheckedIndexedAccess`): tsc's output, empty when it compiles.
    */
   typecheck(name: string, code: string): Promise<string>;
+  /** As `typecheck`, for several files (name → code) checked together in one tsc run. */
+  typecheckFiles(files: Record<string, string>): Promise<string>;
   remove(): Promise<void>;
 }
 
@@ -111,6 +114,35 @@ export async function installPackedSdk(): Promise<InstalledProject> {
       ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS }
       : {}),
   };
+  async function typecheckFiles(files: Record<string, string>): Promise<string> {
+    const paths = await Promise.all(
+      Object.entries(files).map(async ([name, code]) => {
+        await writeFile(join(dir, name), code);
+        return join(dir, name);
+      }),
+    );
+    // The flags a careful user turns on: the library's declarations must hold under them too
+    // (an option typed `?: T` refuses an explicit `undefined` under exactOptionalPropertyTypes).
+    const options = [
+      "--noEmit",
+      "--strict",
+      "--exactOptionalPropertyTypes",
+      "--noUncheckedIndexedAccess",
+      "--skipLibCheck",
+      "--module",
+      "nodenext",
+    ];
+    const resolution = ["--moduleResolution", "nodenext", "--target", "es2022"];
+    const types = ["--types", "node", "--typeRoots", TYPE_ROOTS];
+    const result = await run(
+      process.execPath,
+      [TSC, ...options, ...resolution, ...types, ...paths],
+      {
+        cwd: dir,
+      },
+    ).catch((e: { stdout: string }) => ({ stdout: e.stdout }));
+    return result.stdout;
+  }
   let scripts = 0;
   return {
     dir,
@@ -132,17 +164,8 @@ export async function installPackedSdk(): Promise<InstalledProject> {
         env: { ...baseEnv, ...env },
       });
     },
-    async typecheck(name, code) {
-      const file = join(dir, name);
-      await writeFile(file, code);
-      const options = ["--noEmit", "--strict", "--skipLibCheck", "--module", "nodenext"];
-      const resolution = ["--moduleResolution", "nodenext", "--target", "es2022"];
-      const types = ["--types", "node", "--typeRoots", TYPE_ROOTS];
-      const result = await run(process.execPath, [TSC, ...options, ...resolution, ...types, file], {
-        cwd: dir,
-      }).catch((e: { stdout: string }) => ({ stdout: e.stdout }));
-      return result.stdout;
-    },
+    typecheck: (name, code) => typecheckFiles({ [name]: code }),
+    typecheckFiles,
     remove: () => rm(dir, { recursive: true, force: true }),
   };
 }

@@ -8,21 +8,21 @@ import { Transport } from "./transport.js";
 
 export interface ToolgateOptions {
   /** `x-api-key`; default `TOOLGATE_API_KEY` from the environment (where there is one). */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** Default `TOOLGATE_BASE_URL`, else `http://localhost:8402`. */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /** A viem account: with no API key, each tool call is paid with x402 from it. */
-  wallet?: WalletAccount;
+  wallet?: WalletAccount | undefined;
   /** Spending caps for the wallet, in USDC atomic units (defaults: $0.10 per call, $1 per session). */
-  spending?: SpendingLimits;
+  spending?: SpendingLimits | undefined;
   /** Retries on 429, 503 and network errors (tool calls and reads). Default 2. */
-  maxRetries?: number;
+  maxRetries?: number | undefined;
   /** Per-attempt timeout, for the attempt as a whole (sending to the answer's last byte). Default 60 000 ms. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** A fetch to use instead of the global one. */
-  fetch?: typeof globalThis.fetch;
+  fetch?: typeof globalThis.fetch | undefined;
   /** Extra headers for every request. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
 }
 
 export const DEFAULT_BASE_URL = "http://localhost:8402";

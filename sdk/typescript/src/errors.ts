@@ -33,10 +33,10 @@ export class ToolgateError extends Error {
     status: number;
     code: string;
     message: string;
-    param?: string;
-    requestId?: string;
-    retryAfter?: number;
-    body?: Record<string, unknown>;
+    param?: string | undefined;
+    requestId?: string | undefined;
+    retryAfter?: number | undefined;
+    body?: Record<string, unknown> | undefined;
     cause?: unknown;
   }) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });

@@ -13,14 +13,14 @@ export type WalletAccount = Parameters<typeof registerExactEvmScheme>[1]["signer
 
 export interface SpendingLimits {
   /** The most one call may cost, in USDC atomic units (6 decimals). Default 100000n ($0.10). */
-  maxPerCall?: bigint;
+  maxPerCall?: bigint | undefined;
   /** The most this client may spend in total, in USDC atomic units. Default 1000000n ($1.00). */
-  maxPerSession?: bigint;
+  maxPerSession?: bigint | undefined;
   /**
    * Tokens to pay with besides the canonical USDC the x402 client knows (e.g. a test token on a
    * local chain): `{ network: "eip155:84532", asset: "0x…" }`.
    */
-  allowedAssets?: { network: `${string}:${string}`; asset: string }[];
+  allowedAssets?: { network: `${string}:${string}`; asset: string }[] | undefined;
 }
 
 /** How the library's refusal of an unlisted token says to allow it; the CLI swaps in its flag. */

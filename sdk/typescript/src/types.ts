@@ -18,10 +18,10 @@ type NameOf<P> = P extends `/v1/tools/${infer N}` ? (N extends `{${string}}` ? n
 export type ToolName = NameOf<ToolPath>;
 type ToolOperation<N extends ToolName> = NonNullable<paths[`/v1/tools/${N}`]["post"]>;
 
-/** The JSON body a tool takes. */
+/** The JSON body a tool takes (an optional field may be given as undefined: it is not sent). */
 export type ToolInput<N extends ToolName> =
   ToolOperation<N> extends { requestBody: { content: { "application/json": infer B } } }
-    ? B
+    ? UndefinedAllowed<B>
     : never;
 /** The JSON object a tool answers with. */
 export type ToolOutput<N extends ToolName> =
@@ -40,15 +40,23 @@ type JsonBody<O> = O extends { requestBody?: { content: { "application/json": in
   ? B
   : never;
 
+/**
+ * `T` with `| undefined` on each optional property: the library treats an explicit undefined as
+ * absent, so a caller compiling with exactOptionalPropertyTypes may pass one (`{ cursor: next ?? undefined }`).
+ */
+export type UndefinedAllowed<T> = {
+  [K in keyof T]: Record<never, never> extends Pick<T, K> ? T[K] | undefined : T[K];
+};
+
 /** The success body of an operation, by its operationId. */
 export type ResponseOf<K extends keyof operations> = Json200<operations[K]>;
 /** The JSON body an operation takes, by its operationId. */
-export type BodyOf<K extends keyof operations> = JsonBody<operations[K]>;
+export type BodyOf<K extends keyof operations> = UndefinedAllowed<JsonBody<operations[K]>>;
 /** The query parameters an operation takes, by its operationId. */
 export type QueryOf<K extends keyof operations> = operations[K] extends {
   parameters: { query?: infer Q };
 }
-  ? NonNullable<Q>
+  ? UndefinedAllowed<NonNullable<Q>>
   : never;
 
 export type ToolDescription = ResponseOf<"getName">;

@@ -26,9 +26,9 @@ export interface WebhookEvent {
 
 export interface VerifyWebhookOptions {
   /** How old (or how far in the future) a delivery may be. Default 300 s. */
-  toleranceSeconds?: number;
+  toleranceSeconds?: number | undefined;
   /** The time to judge freshness against (tests, replays). Default now. */
-  now?: Date;
+  now?: Date | undefined;
 }
 
 type HeaderBag = Headers | Record<string, string | string[] | undefined>;

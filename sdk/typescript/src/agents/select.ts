@@ -13,16 +13,16 @@ export interface ToolSubset {
    * one as unavailable (you asked for it by name). A name the catalogue does not have throws
    * `invalid_argument`, naming the closest tool name: it is almost always a typo.
    */
-  names?: string[];
+  names?: string[] | undefined;
   /**
    * Words matched (whole words) against names and aliases (weight 3), titles (2) and descriptions
    * (1); the best `limit` tools are kept, best first.
    */
-  search?: string;
+  search?: string | undefined;
   /** At most this many tools. Default 5 for a search, all otherwise. */
-  limit?: number;
+  limit?: number | undefined;
   /** Keep tools the gateway lists as unavailable in a search or the whole catalogue. Default false. */
-  includeUnavailable?: boolean;
+  includeUnavailable?: boolean | undefined;
 }
 
 export const DEFAULT_SEARCH_LIMIT = 5;

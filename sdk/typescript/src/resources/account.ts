@@ -133,7 +133,10 @@ export class Keys {
    * one without controls, which alone can manage keys) is kept
    * (409 `last_active_key`) unless `force` is true.
    */
-  async revoke(id: string, options: { force?: boolean } = {}): Promise<ResponseOf<"deleteKeysId">> {
+  async revoke(
+    id: string,
+    options: { force?: boolean | undefined } = {},
+  ): Promise<ResponseOf<"deleteKeysId">> {
     return record<ResponseOf<"deleteKeysId">>(
       await this.transport.request({
         method: "DELETE",
@@ -166,10 +169,10 @@ export class Usage {
    */
   async analytics(
     query: {
-      from?: string;
-      to?: string;
-      granularity?: "hour" | "day";
-      group_by?: "tool" | "key" | "status";
+      from?: string | undefined;
+      to?: string | undefined;
+      granularity?: "hour" | "day" | undefined;
+      group_by?: "tool" | "key" | "status" | undefined;
     } = {},
   ): Promise<ResponseOf<"getAnalytics">> {
     return listOf<ResponseOf<"getAnalytics">>(

@@ -19,10 +19,10 @@ export type ToolSearch = QueryOf<"get">;
 
 export interface CallOptions {
   /** Sent as `Idempotency-Key`; one is made for every call when omitted, so retries are charged once. */
-  idempotencyKey?: string;
-  signal?: AbortSignal;
-  timeoutMs?: number;
-  maxRetries?: number;
+  idempotencyKey?: string | undefined;
+  signal?: AbortSignal | undefined;
+  timeoutMs?: number | undefined;
+  maxRetries?: number | undefined;
 }
 
 export interface CallResult<O> {
