@@ -147,6 +147,27 @@ out({ rotated: { id: rotated.id, replaced: rotated.replaced?.id }, statuses: key
     });
   });
 
+  it("runs the package README's key lines as written: rotate (with a grace), then revoke", async () => {
+    const { key } = await fundedAccount(gw.url, 100, "free");
+    // A rotation with grace 0 revokes the old key at once: a revoke after it is 404, so the
+    // README shows a grace and the revoke that ends it.
+    const readme = await readFile(
+      new URL("../../../sdk/typescript/README.md", import.meta.url),
+      "utf8",
+    );
+    const block = /^```ts\n(import \{[^}]*\} from "toolgate";[\s\S]*?)^```$/m.exec(readme)![1]!;
+    const keyLines = block.split("\n").filter((line) => line.includes("client.keys."));
+    expect(keyLines.join("\n")).toMatch(/rotate[\s\S]*revoke/);
+    const result = await project.script(
+      `${HEADER}const client = new Toolgate({ apiKey: process.env.KEY, baseUrl: process.env.URL });
+const keyId = (await client.keys.create({ name: "to rotate" })).id;
+${keyLines.join("\n")}
+out({ keyId, statuses: (await client.keys.list()).data.map((k) => [k.id, k.status]) });`,
+      { KEY: key, URL: gw.url },
+    );
+    expect(result.statuses).toContainEqual([result.keyId, "revoked"]);
+  });
+
   it("pages the account's events with a cursor and filters them by type", async () => {
     const { key } = await fundedAccount(gw.url, 25, "pro");
     const result = await project.script(
