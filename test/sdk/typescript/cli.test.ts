@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -415,6 +415,38 @@ describe("empty environment variables", () => {
       ).toMatchObject({ code: 0, stdout: JSON.stringify(ACCOUNT, null, 2) });
     } finally {
       await rm(join(configDir, "config.json"), { force: true });
+    }
+  });
+});
+
+describe("a stored config.json other users can open", () => {
+  it("is used, with one warning on standard error naming the file and chmod 600; a 0600 file gets none", async () => {
+    const port = (server.address() as AddressInfo).port;
+    const file = join(configDir, "config.json");
+    const env = { TOOLGATE_BASE_URL: "", TOOLGATE_API_KEY: "" };
+    try {
+      for (const mode of [0o644, 0o604, 0o620, 0o666]) {
+        await writeFile(
+          file,
+          JSON.stringify({ api_key: "tg_live_stored", base_url: `http://127.0.0.1:${port}` }),
+        );
+        await chmod(file, mode);
+        const warned = await toolgate(["account", "--json"], env);
+        expect([mode.toString(8), warned.code, warned.stdout, warned.stderr]).toEqual([
+          mode.toString(8),
+          0,
+          JSON.stringify(ACCOUNT, null, 2),
+          `toolgate: warning: ${file} (mode 0${mode.toString(8)}) can be read or changed by other users, and it holds your login; run \`chmod 600 ${file}\``,
+        ]);
+      }
+      await chmod(file, 0o600);
+      expect(await toolgate(["account", "--json"], env)).toEqual({
+        code: 0,
+        stdout: JSON.stringify(ACCOUNT, null, 2),
+        stderr: "",
+      });
+    } finally {
+      await rm(file, { force: true });
     }
   });
 });

@@ -21,8 +21,12 @@ export function configDir(env: NodeJS.ProcessEnv = process.env): string {
 
 export const configPath = (env?: NodeJS.ProcessEnv) => join(configDir(env), "config.json");
 
-/** The stored login: none without a file; a usage error naming the file when it cannot be used. */
-export async function readConfig(): Promise<StoredConfig> {
+/**
+ * The stored login: none without a file; a usage error naming the file when it cannot be used.
+ * A file other users may read or write is still used, with a `warn`ing (as ssh warns about a
+ * key file): refusing it would lock the user out over a mode `login` would have set.
+ */
+export async function readConfig(warn: (message: string) => void): Promise<StoredConfig> {
   const path = configPath();
   let text: string;
   try {
@@ -47,7 +51,22 @@ export async function readConfig(): Promise<StoredConfig> {
     throw new UsageError(
       `${path} is not a valid config file (a JSON object with api_key and base_url); fix it, or delete it and run \`toolgate login\` again`,
     );
+  const openTo = await modeOpenToOthers(path);
+  if (openTo !== undefined)
+    warn(
+      `toolgate: warning: ${path} (mode ${openTo}) can be read or changed by other users, and it holds your login; run \`chmod 600 ${path}\``,
+    );
   return config as StoredConfig;
+}
+
+/**
+ * The file's permission bits (as `0644`) when its group or other users may read or write it;
+ * undefined when they may not, and on Windows, which has no such modes.
+ */
+async function modeOpenToOthers(path: string): Promise<string | undefined> {
+  if (process.platform === "win32") return undefined;
+  const mode = (await stat(path)).mode & 0o777;
+  return (mode & 0o066) === 0 ? undefined : `0${mode.toString(8).padStart(3, "0")}`;
 }
 
 /**

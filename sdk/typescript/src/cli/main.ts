@@ -32,7 +32,7 @@ import {
   stringOption,
   type Parsed,
 } from "./args.js";
-import { readConfig, writeConfig } from "./config-file.js";
+import { readConfig, type StoredConfig, writeConfig } from "./config-file.js";
 import { readSecret } from "./read-secret.js";
 
 export const EXIT = { ok: 0, failure: 1, usage: 2, api: 3, network: 4, output: 5 } as const;
@@ -181,9 +181,10 @@ function storedKeyFor(
 async function clientFor(
   parsed: Parsed,
   notes: KeyNotes,
+  readStored: () => Promise<StoredConfig>,
   options: { wallet?: boolean } = {},
 ): Promise<Toolgate> {
-  const stored = await readConfig();
+  const stored = await readStored();
   const baseUrl = baseUrlOf(parsed, stored);
   const walletFile = options.wallet ? stringOption(parsed, "wallet-key-file") : undefined;
   // A wallet's limits given without a wallet would be ignored, and the call paid with the key.
@@ -381,6 +382,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const [command = "", sub, arg] = parsed.positionals;
   const json = parsed.options.has("json");
   const notes: KeyNotes = {};
+  // The stored login, read by the command that needs it (once), its warnings on standard error.
+  const readStored = () => readConfig((warning) => io.err(warning));
   const print = (human: string, data: unknown) => io.out(json ? jsonText(data, 2) : visible(human));
   try {
     if (command === "version" || (command === "" && parsed.options.has("version"))) {
@@ -410,7 +413,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
         expectArgs(parsed, 1, []);
         const key = await readSecret("API key (not shown): ");
         if (!key) throw new UsageError("no API key on standard input");
-        const baseUrl = baseUrlOf(parsed, await readConfig());
+        // No warning about the file's mode here: login writes it 0600.
+        const baseUrl = baseUrlOf(parsed, await readConfig(() => {}));
         const account = await new Toolgate({
           apiKey: key,
           baseUrl,
@@ -433,7 +437,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       case "tools": {
         if (sub === "list") expectArgs(parsed, 2, []);
         else if (sub === "show") expectArgs(parsed, 3, []);
-        const client = await clientFor(parsed, notes);
+        const client = await clientFor(parsed, notes, readStored);
         if (sub === "list") {
           const tools = await client.tools.list();
           print(
@@ -489,7 +493,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         } catch (error) {
           throw new UsageError((error as Error).message);
         }
-        const client = await clientFor(parsed, notes, { wallet: true });
+        const client = await clientFor(parsed, notes, readStored, { wallet: true });
         const input = await toolInput(parsed, client, sub);
         // Made here (as the library would) so that a call whose answer is lost can say which key
         // it was sent with: re-run with it, the gateway replays the call instead of charging again.
@@ -536,7 +540,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       }
       case "account": {
         expectArgs(parsed, 1, []);
-        const a = await (await clientFor(parsed, notes)).account.get();
+        const a = await (await clientFor(parsed, notes, readStored)).account.get();
         print(
           table([
             ["Account", a.id],
@@ -551,7 +555,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       }
       case "usage": {
         expectArgs(parsed, 1, ["limit", "cursor"]);
-        const page = await (await clientFor(parsed, notes)).usage.list({
+        const page = await (await clientFor(parsed, notes, readStored)).usage.list({
           limit: intOption(parsed, "limit"),
           cursor: stringOption(parsed, "cursor"),
         });
@@ -575,7 +579,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         const options = { create: ["name"], rotate: ["grace-seconds"], revoke: ["force"] };
         if (sub !== undefined && ["list", "create", "rotate", "revoke"].includes(sub))
           expectArgs(parsed, sub === "list" ? 2 : 3, options[sub as keyof typeof options] ?? []);
-        const client = await clientFor(parsed, notes);
+        const client = await clientFor(parsed, notes, readStored);
         if (sub === "list") {
           const keys = await client.keys.list();
           print(
@@ -610,7 +614,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       case "webhooks": {
         if (sub === "list" || sub === "test")
           expectArgs(parsed, 2, sub === "test" ? ["webhook-id"] : []);
-        const client = await clientFor(parsed, notes);
+        const client = await clientFor(parsed, notes, readStored);
         if (sub === "list") {
           const hooks = await client.webhooks.list();
           print(
