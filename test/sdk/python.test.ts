@@ -151,6 +151,18 @@ let workDir = "";
 let pytest: Run | undefined;
 let outcomes = new Map<string, Outcome>();
 let setupError: Error | undefined;
+let distributions: { wheel: string; sdist: string } | undefined;
+
+/** The files of a wheel (zip) and an sdist (tar.gz) named `LICENSE` at any depth, with their text. */
+const LICENSES_IN = `
+import json, sys, tarfile, zipfile
+wheel = zipfile.ZipFile(sys.argv[1])
+sdist = tarfile.open(sys.argv[2])
+print(json.dumps({
+  "wheel": {n: wheel.read(n).decode() for n in wheel.namelist() if n.split("/")[-1] == "LICENSE"},
+  "sdist": {m.name: sdist.extractfile(m).read().decode() for m in sdist.getmembers() if m.isfile() and m.name.split("/")[-1] == "LICENSE"},
+}))
+`;
 
 describe("Python library (sdk/python), installed from its wheel into a fresh venv", () => {
   beforeAll(async () => {
@@ -178,15 +190,13 @@ describe("Python library (sdk/python), installed from its wheel into a fresh ven
       const uvEnv = { env: { UV_PYTHON_DOWNLOADS: "never", UV_PYTHON: PYTHON, NO_COLOR: "1" } };
       const [wheel] = await Promise.all([
         (async () => {
-          await mustRun(
-            "uv build",
-            uv,
-            ["build", "--quiet", "--wheel", "--out-dir", dist, PACKAGE],
-            uvEnv,
-          );
+          // The sdist, and the wheel built from it, as a registry would get them.
+          await mustRun("uv build", uv, ["build", "--quiet", "--out-dir", dist, PACKAGE], uvEnv);
           const built = readdirSync(dist).find((f) => f.endsWith(".whl"));
-          if (!built) throw new Error(`no wheel in ${dist}`);
-          return join(dist, built);
+          const sdist = readdirSync(dist).find((f) => f.endsWith(".tar.gz"));
+          if (!built || !sdist) throw new Error(`no wheel or sdist in ${dist}`);
+          distributions = { wheel: join(dist, built), sdist: join(dist, sdist) };
+          return distributions.wheel;
         })(),
         (async () => {
           await mustRun("uv venv (tests)", uv, ["venv", "--quiet", testVenv], uvEnv);
@@ -247,6 +257,23 @@ describe("Python library (sdk/python), installed from its wheel into a fresh ven
     }
     if (workDir) rmSync(workDir, { recursive: true, force: true });
   }, 60_000);
+
+  test("the wheel and the sdist ship the repository's MIT LICENSE", async () => {
+    if (setupError) throw setupError;
+    const listed = await run(PYTHON, [
+      "-c",
+      LICENSES_IN,
+      distributions!.wheel,
+      distributions!.sdist,
+    ]);
+    expect(listed.code, listed.output).toBe(0);
+    const license = readFileSync(join(REPO, "LICENSE"), "utf8");
+    expect(license).toMatch(/^MIT License\n\nCopyright \(c\) 2026 Toolgate contributors\n/);
+    expect(JSON.parse(listed.output)).toEqual({
+      wheel: { "toolgate-0.1.0.dist-info/licenses/LICENSE": license },
+      sdist: { "toolgate-0.1.0/LICENSE": license },
+    });
+  });
 
   test("pytest passes as a whole", () => {
     if (setupError) throw setupError;
