@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { access, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -30,5 +30,25 @@ describe("the npm tarball", () => {
     );
     const pkg = JSON.parse(await readFile(join(ROOT, "sdk/typescript/package.json"), "utf8"));
     expect(pkg.license).toBe("MIT");
+  });
+
+  it("holds no compiled file whose source is gone (prepack builds into an emptied dist)", async () => {
+    const compiled = packed.filter((f) => f.startsWith("package/dist/"));
+    expect(compiled).toContain("package/dist/index.js");
+    const orphans: string[] = [];
+    for (const file of compiled) {
+      const source = file
+        .replace(/^package\/dist\//, "sdk/typescript/src/")
+        .replace(/\.js$|\.d\.ts$/, ".ts");
+      if (
+        !source.endsWith(".ts") ||
+        !(await access(join(ROOT, source)).then(
+          () => true,
+          () => false,
+        ))
+      )
+        orphans.push(file);
+    }
+    expect(orphans).toEqual([]);
   });
 });
