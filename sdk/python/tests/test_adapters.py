@@ -7,8 +7,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib
 import json
 import re
+import sys
 from typing import Any
 
 import jsonschema
@@ -186,6 +188,20 @@ async def test_anthropic_dispatcher_runs_tool_use_blocks_with_the_async_client(g
     assert results[0]["tool_use_id"] == "toolu_1" and "is_error" not in results[0], results[0]
     assert json.loads(results[0]["content"])["result"] == 2000
     assert results[1]["is_error"] is True and json.loads(results[1]["content"])["error"]["param"] == "text"
+
+
+def test_without_langchain_core_the_error_says_how_to_install_the_extra_from_the_repository(monkeypatch):
+    # The suite has langchain-core: hide it and import the adapter afresh (both put back after).
+    monkeypatch.setitem(sys.modules, "langchain_core", None)
+    monkeypatch.setitem(sys.modules, "langchain_core.tools", None)
+    monkeypatch.delitem(sys.modules, "toolgate.adapters.langchain", raising=False)
+    with pytest.raises(ImportError) as raised:
+        importlib.import_module("toolgate.adapters.langchain")
+    message = str(raised.value)
+    assert 'pip install "./sdk/python[langchain]"' in message
+    assert 'pip install "langchain-core>=0.3"' in message
+    # toolgate is not on PyPI: this command would install someone else's package.
+    assert 'pip install "toolgate[langchain]"' not in message
 
 
 def test_langchain_structured_tool_invokes(gateway, pro_key):

@@ -51,4 +51,14 @@ describe("the npm tarball", () => {
     }
     expect(orphans).toEqual([]);
   });
+
+  it("its README and the Python package's link to nothing by a relative path (it breaks on a registry's page)", async () => {
+    for (const readme of ["sdk/typescript/README.md", "sdk/python/README.md"]) {
+      const text = await readFile(join(ROOT, readme), "utf8");
+      const relative = [...text.matchAll(/\]\(([^)]*)\)/g)]
+        .map((m) => m[1]!)
+        .filter((target) => !/^(https?:|mailto:|#)/.test(target));
+      expect([readme, relative]).toEqual([readme, []]);
+    }
+  });
 });

@@ -4,7 +4,8 @@ client: ``invoke`` with a ``Toolgate``, ``ainvoke`` with an ``AsyncToolgate``.
     tools = langchain_tools(client, search="convert units")
     agent = create_agent(model, tools)        # or llm.bind_tools(tools)
 
-Needs ``pip install "toolgate[langchain]"``. The gateway's refusal of a call raises
+Needs langchain-core: the ``langchain`` extra, ``pip install "./sdk/python[langchain]"`` from a clone
+of the repository (toolgate is not on PyPI). The gateway's refusal of a call raises
 ``ToolException`` carrying its code and message, which LangChain hands back to the model
 (``handle_tool_error``); a failure on the client's side (status 0: a spending cap, the network, a
 payment) is raised as the ``ToolgateError`` itself, out of the agent to the program, as the OpenAI
@@ -19,7 +20,13 @@ from typing import Any, Sequence
 try:
     from langchain_core.tools import StructuredTool, ToolException
 except ImportError as error:  # pragma: no cover - depends on the extra
-    raise ImportError('The LangChain adapter needs langchain-core: pip install "toolgate[langchain]"') from error
+    # Not `pip install "toolgate[langchain]"`: toolgate is not on PyPI, so that would install
+    # another project's package of the same name.
+    raise ImportError(
+        'The LangChain adapter needs langchain-core: pip install "langchain-core>=0.3", or install toolgate '
+        'with its langchain extra from a clone of the repository: pip install "./sdk/python[langchain]" '
+        '(toolgate is not on PyPI: "toolgate[langchain]" would install another project\'s package)'
+    ) from error
 
 from .._errors import ToolgateError
 from .._types import Tool
