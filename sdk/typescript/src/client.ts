@@ -1,9 +1,10 @@
 /** `new Toolgate({...})`: the client, its options and their defaults from the environment. */
 import { checkTimeoutMs, normaliseApiKey, normaliseBaseUrl, normaliseHeaders } from "./checks.js";
-import { WalletPayer, type SpendingLimits, type WalletAccount } from "./payments.js";
+import { LazyWalletPayer } from "./lazy-wallet-payer.js";
 import { Account, Keys, Usage } from "./resources/account.js";
 import { Tools } from "./resources/tools.js";
 import { Webhooks } from "./resources/webhooks.js";
+import type { SpendingLimits, WalletAccount } from "./spending.js";
 import { Transport } from "./transport.js";
 
 export interface ToolgateOptions {
@@ -39,7 +40,7 @@ export class Toolgate {
   readonly usage: Usage;
   readonly webhooks: Webhooks;
   readonly baseUrl: string;
-  private readonly payer: WalletPayer | undefined;
+  private readonly payer: LazyWalletPayer | undefined;
 
   constructor(options: ToolgateOptions = {}) {
     // An empty baseUrl is unset, as in Python (`base_url or …`): not a URL every request would fail on.
@@ -58,7 +59,7 @@ export class Toolgate {
           ? undefined
           : normaliseApiKey(env("TOOLGATE_API_KEY"), "TOOLGATE_API_KEY");
     const defaultHeaders = normaliseHeaders(options.headers);
-    this.payer = options.wallet ? new WalletPayer(options.wallet, options.spending) : undefined;
+    this.payer = options.wallet ? new LazyWalletPayer(options.wallet, options.spending) : undefined;
     const transport = new Transport({
       apiKey,
       baseUrl: this.baseUrl,

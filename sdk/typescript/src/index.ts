@@ -11,7 +11,7 @@ export {
   DEFAULT_MAX_PER_SESSION,
   type SpendingLimits,
   type WalletAccount,
-} from "./payments.js";
+} from "./spending.js";
 export type { CallOptions, CallResult, ToolSearch } from "./resources/tools.js";
 export type { EventsPage, UsagePage } from "./resources/account.js";
 export type { CursorPage, PagePromise } from "./pagination.js";

@@ -19,7 +19,7 @@
  */
 import { checkTimeoutMs, redactUrl } from "./checks.js";
 import { ToolgateError } from "./errors.js";
-import type { WalletPayer } from "./payments.js";
+import type { LazyWalletPayer } from "./lazy-wallet-payer.js";
 import { VERSION } from "./version.js";
 
 /**
@@ -41,7 +41,7 @@ const inBrowser = () =>
 export interface TransportOptions {
   apiKey: string | undefined;
   baseUrl: string;
-  payer: WalletPayer | undefined;
+  payer: LazyWalletPayer | undefined;
   maxRetries: number;
   timeoutMs: number;
   fetch: typeof globalThis.fetch;

@@ -3,6 +3,7 @@ import { access, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { build, type Metafile } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { installPackedSdk, type InstalledProject } from "../../helpers/sdk-package.js";
 
@@ -60,5 +61,44 @@ describe("the npm tarball", () => {
         .filter((target) => !/^(https?:|mailto:|#)/.test(target));
       expect([readme, relative]).toEqual([readme, []]);
     }
+  });
+
+  it("bundled for a browser with an API key only, loads neither viem nor @x402 until a wallet pays", async () => {
+    const result = await build({
+      stdin: {
+        contents: `import { Toolgate } from "toolgate";
+const client = new Toolgate({ apiKey: "tg_live_x", baseUrl: "https://toolgate.example" });
+console.log(await client.tools.list());`,
+        resolveDir: project.dir,
+        loader: "js",
+      },
+      bundle: true,
+      minify: true,
+      splitting: true,
+      format: "esm",
+      platform: "browser",
+      outdir: join(project.dir, "bundle"),
+      metafile: true,
+      write: false,
+      logLevel: "silent",
+    });
+    const outputs: Metafile["outputs"] = result.metafile.outputs;
+    // The entry chunk and the chunks it imports statically: what loads before any payment.
+    const first = new Set<string>();
+    const pending = [Object.keys(outputs).find((o) => outputs[o]!.entryPoint)!];
+    for (let out = pending.pop(); out !== undefined; out = pending.pop()) {
+      if (first.has(out)) continue;
+      first.add(out);
+      for (const i of outputs[out]!.imports)
+        if (i.kind === "import-statement") pending.push(i.path);
+    }
+    const inputsOf = (outs: Iterable<string>) =>
+      [...outs].flatMap((o) => Object.keys(outputs[o]!.inputs));
+    const payment = (input: string) => /node_modules\/(viem|@x402)\//.test(input);
+    expect(inputsOf(first).filter(payment)).toEqual([]);
+    const bytes = [...first].reduce((sum, o) => sum + outputs[o]!.bytes, 0);
+    expect(bytes).toBeLessThan(40_000); // ~17 KB; the x402 client and viem are ~390 KB more
+    // They are still in the bundle, in a chunk loaded when a wallet client first pays.
+    expect(inputsOf(Object.keys(outputs)).some(payment)).toBe(true);
   });
 });

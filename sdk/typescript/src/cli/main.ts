@@ -16,7 +16,7 @@ import {
 } from "../checks.js";
 import { DEFAULT_BASE_URL, Toolgate } from "../client.js";
 import { ToolgateError } from "../errors.js";
-import { ALLOW_ASSET_ADVICE, DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../payments.js";
+import { ALLOW_ASSET_ADVICE, DEFAULT_MAX_PER_CALL, DEFAULT_MAX_PER_SESSION } from "../spending.js";
 import {
   type FieldSchema,
   CALL_OPTIONS,
