@@ -55,17 +55,23 @@ const MAIL_FROM_FORM = new RegExp(
 const isMailFrom = (value: string): boolean => MAIL_FROM_FORM.test(value.trim());
 
 /**
+ * A URL's authority and what follows it as written, not as the URL parser rewrites them: split at
+ * the first `/`, `\`, `?` or `#` after the scheme and its slashes.
+ */
+const writtenParts = (value: string): { authority: string; rest: string } => {
+  const afterScheme = value.slice(new URL(value).protocol.length).replace(/^[/\\]*/, "");
+  const end = afterScheme.search(/[/\\?#]/);
+  return end < 0
+    ? { authority: afterScheme, rest: "" }
+    : { authority: afterScheme.slice(0, end), rest: afterScheme.slice(end) };
+};
+
+/**
  * Whether a URL is written with user:password@ (even an empty one), a query or a fragment. `?`
  * and `#` are looked for in the text: `https://host/?` parses with an empty query.
  */
-const hasUserinfoQueryOrFragment = (value: string): boolean => {
-  const url = new URL(value);
-  const authority = value
-    .slice(url.protocol.length)
-    .replace(/^[/\\]*/, "")
-    .split(/[/\\?#]/)[0];
-  return authority?.includes("@") || value.includes("?") || value.includes("#");
-};
+const hasUserinfoQueryOrFragment = (value: string): boolean =>
+  writtenParts(value).authority.includes("@") || value.includes("?") || value.includes("#");
 
 /**
  * An http(s) URL setting that other URLs are built from; the messages name the form, never the
@@ -105,7 +111,7 @@ const PLAIN_PATH = /^(?:\/(?!\.\.?(?:\/|$))(?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+)
 /** The path as written is one the URL parser keeps as it is (so the text and `basePath` agree). */
 const plainPath = (value: string): boolean => {
   const path = new URL(value).pathname.replace(/\/$/, "");
-  const written = value.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "").replace(/\/$/, "");
+  const written = writtenParts(value).rest.replace(/\/$/, "");
   return PLAIN_PATH.test(path) && written === path;
 };
 

@@ -105,18 +105,18 @@ export function isDeprecatedPath(versions: ApiVersion[], path: string): boolean 
 }
 
 /**
- * `publicBaseUrl` (config) makes the `Link` header's addresses absolute: a reference is resolved
- * against the request's URL, which behind a proxy serving the gateway under a path would leave the
- * path out. The 410's `successor` stays the API path, as routes are named (a client puts its own
- * base URL before it).
- */
-/**
  * A request's path as a Link target: Node's parser lets `>` (and `<`, `^`, backquotes, braces and
  * the like) through in a path, and a `>` would end the target and let the path add parameters and
  * links of its own to the answer's header.
  */
 const inLink = (path: string) => path.replace(/[<>"\\^`{|}]/g, (c) => encodeURIComponent(c));
 
+/**
+ * `publicBaseUrl` (config) makes the `Link` header's addresses absolute: a reference is resolved
+ * against the request's URL, which behind a proxy serving the gateway under a path would leave the
+ * path out. The 410's `successor` stays the API path, as routes are named (a client puts its own
+ * base URL before it).
+ */
 export function versioning(
   versions: ApiVersion[],
   publicBaseUrl: string,
